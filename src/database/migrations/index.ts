@@ -1,0 +1,7 @@
+import { Initial1795319328222 } from './1795319328222-Initial';
+
+/**
+ * Every migration, in order. A generated migration must be added here; `npm run migration:check`
+ * (run by CI) fails when one is missing, because the schema would then differ from the entities.
+ */
+export const MIGRATIONS = [Initial1795319328222];

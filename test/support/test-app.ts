@@ -1,0 +1,130 @@
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { createApp } from '../../src/app.setup';
+import { AppConfig, loadConfig } from '../../src/config/config';
+import { adminQuery, databaseUrl, TEMPLATE_DATABASE, testServerUrl } from './database';
+import { ContractChecker } from './contract';
+
+export const ADMIN_PASSWORD = 'admin-password-123';
+
+type Method = 'get' | 'post' | 'put' | 'delete' | 'patch';
+
+/** supertest requests against the running app; every response is checked against the OpenAPI document. */
+export class TestClient {
+  constructor(
+    readonly baseUrl: string,
+    readonly contract: ContractChecker,
+  ) {}
+
+  get(path: string) {
+    return this.send('get', path);
+  }
+  post(path: string) {
+    return this.send('post', path);
+  }
+  put(path: string) {
+    return this.send('put', path);
+  }
+  delete(path: string) {
+    return this.send('delete', path);
+  }
+  patch(path: string) {
+    return this.send('patch', path);
+  }
+
+  private send(method: Method, path: string) {
+    const agent = request(this.baseUrl);
+    return agent[method](path).expect((res) => this.contract.check(method, path, res));
+  }
+}
+
+export interface TestApp {
+  app: NestExpressApplication;
+  config: AppConfig;
+  baseUrl: string;
+  databaseName: string;
+  databaseUrl: string;
+  http: TestClient;
+  /** A fresh admin JWT (logs in as the first-start admin). */
+  adminToken(): Promise<string>;
+  /** Creates an API key through the API and returns the full key and its id. */
+  createApiKey(body: Record<string, unknown>): Promise<{ key: string; id: string }>;
+  sql<T = Record<string, unknown>>(query: string, params?: unknown[]): Promise<T[]>;
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  /** Environment variables on top of the test defaults. */
+  env?: Record<string, string>;
+  /** Share another app's database (to run two instances on one database). */
+  databaseName?: string;
+}
+
+/**
+ * Boots the whole AppModule over real HTTP on a random port, on a new database cloned from the migrated
+ * template (or on `databaseName`), with its own DATA_DIR.
+ */
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const serverUrl = testServerUrl();
+  const ownsDatabase = options.databaseName === undefined;
+  const databaseName = options.databaseName ?? `vigil_t_${randomBytes(6).toString('hex')}`;
+  if (ownsDatabase)
+    await adminQuery(serverUrl, `CREATE DATABASE ${databaseName} TEMPLATE ${TEMPLATE_DATABASE}`);
+  const dataDir = mkdtempSync(join(tmpdir(), 'vigil-test-data-'));
+  const url = databaseUrl(serverUrl, databaseName);
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    DATABASE_URL: url,
+    ADMIN_PASSWORD,
+    LOG_LEVEL: 'error',
+    ...options.env,
+  });
+  config.bcryptRounds = 4;
+  const app = await createApp(config, { logger: false });
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const document = (await request(baseUrl).get('/openapi.json').expect(200)).body;
+  const http = new TestClient(baseUrl, new ContractChecker(document));
+
+  const testApp: TestApp = {
+    app,
+    config,
+    baseUrl,
+    databaseName,
+    databaseUrl: url,
+    http,
+    async adminToken() {
+      const res = await http
+        .post('/api/v1/auth/login')
+        .send({ username: 'admin', password: ADMIN_PASSWORD })
+        .expect(200);
+      return res.body.access_token as string;
+    },
+    async createApiKey(body) {
+      const token = await testApp.adminToken();
+      const res = await http
+        .post('/api/v1/api-keys')
+        .set('Authorization', `Bearer ${token}`)
+        .send(body)
+        .expect(201);
+      return { key: res.body.key as string, id: res.body.id as string };
+    },
+    async sql(query, params = []) {
+      const ds = app.get(DataSource);
+      return ds.query(query, params);
+    },
+    async close() {
+      await app.close();
+      if (ownsDatabase) await adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return testApp;
+}
