@@ -1,6 +1,12 @@
 import { Client } from 'pg';
 
-export const TEMPLATE_DATABASE = 'vigil_test_template';
+/** Named per `npm test` run, so parallel runs on one server do not collide. Set by the global set-up. */
+export function templateDatabase(): string {
+  const name = process.env.VIGIL_TEST_TEMPLATE;
+  if (!name)
+    throw new Error('VIGIL_TEST_TEMPLATE is not set: run the tests with `npm test` (jest global set-up)');
+  return name;
+}
 
 /** The test server's URL with another database name. */
 export function databaseUrl(serverUrl: string, name: string): string {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { dataSourceOptions } from '../../src/database/data-source';
 import { startEmbeddedPostgres } from '../../src/database/embedded-postgres';
-import { adminQuery, databaseUrl, TEMPLATE_DATABASE } from './database';
+import { adminQuery, databaseUrl } from './database';
 
 /**
  * Once per `npm test`: picks the PostgreSQL server (DATABASE_URL's, else an embedded one in a temporary
@@ -19,11 +19,13 @@ export default async function globalSetup(): Promise<void> {
     (globalThis as Record<string, unknown>).__VIGIL_EMBEDDED__ = { embedded, dir };
     serverUrl = embedded.url;
   }
-  await adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${TEMPLATE_DATABASE} WITH (FORCE)`);
-  await adminQuery(serverUrl, `CREATE DATABASE ${TEMPLATE_DATABASE}`);
-  const dataSource = new DataSource(dataSourceOptions(databaseUrl(serverUrl, TEMPLATE_DATABASE)));
+  const template = `vigil_test_template_${process.pid}`;
+  await adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${template} WITH (FORCE)`);
+  await adminQuery(serverUrl, `CREATE DATABASE ${template}`);
+  const dataSource = new DataSource(dataSourceOptions(databaseUrl(serverUrl, template)));
   await dataSource.initialize();
   await dataSource.runMigrations();
   await dataSource.destroy();
   process.env.VIGIL_TEST_SERVER_URL = serverUrl;
+  process.env.VIGIL_TEST_TEMPLATE = template;
 }

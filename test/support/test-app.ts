@@ -8,7 +8,7 @@ import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { createApp } from '../../src/app.setup';
 import { AppConfig, loadConfig } from '../../src/config/config';
-import { adminQuery, databaseUrl, TEMPLATE_DATABASE, testServerUrl } from './database';
+import { adminQuery, databaseUrl, templateDatabase, testServerUrl } from './database';
 import { ContractChecker } from './contract';
 
 export const ADMIN_PASSWORD = 'admin-password-123';
@@ -75,7 +75,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const ownsDatabase = options.databaseName === undefined;
   const databaseName = options.databaseName ?? `vigil_t_${randomBytes(6).toString('hex')}`;
   if (ownsDatabase)
-    await adminQuery(serverUrl, `CREATE DATABASE ${databaseName} TEMPLATE ${TEMPLATE_DATABASE}`);
+    await adminQuery(serverUrl, `CREATE DATABASE ${databaseName} TEMPLATE ${templateDatabase()}`);
   const dataDir = mkdtempSync(join(tmpdir(), 'vigil-test-data-'));
   const url = databaseUrl(serverUrl, databaseName);
   const config = loadConfig({
