@@ -42,5 +42,14 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     extraModels: [ErrorResponseDto],
     operationIdFactory: (_controllerKey: string, methodKey: string) => methodKey,
   });
+  // Public operations say so explicitly: no credentials (`security: []`).
+  for (const methods of Object.values(document.paths)) {
+    for (const operation of Object.values(methods) as {
+      'x-required-scope'?: string;
+      security?: unknown[];
+    }[]) {
+      if (operation && operation['x-required-scope'] === 'none') operation.security = [];
+    }
+  }
   return document;
 }

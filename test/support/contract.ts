@@ -28,7 +28,14 @@ export class ContractChecker {
     this.ajv = new Ajv({ strict: false, allErrors: true });
     addFormats(this.ajv);
     this.ajv.addFormat('password', true);
-    this.ajv.addSchema({ $id: 'openapi', components: document.components ?? {} });
+    // Documented objects are closed: a field the document does not declare (a leaked hash, say) fails.
+    const components = JSON.parse(JSON.stringify(document.components ?? {})) as {
+      schemas?: Record<string, Record<string, unknown>>;
+    };
+    for (const schema of Object.values(components.schemas ?? {})) {
+      if (schema.properties && schema.additionalProperties === undefined) schema.additionalProperties = false;
+    }
+    this.ajv.addSchema({ $id: 'openapi', components });
     for (const [template, methods] of Object.entries(document.paths)) {
       const pattern = new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}/?$`);
       for (const [method, operation] of Object.entries(methods)) {

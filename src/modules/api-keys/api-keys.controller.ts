@@ -14,9 +14,9 @@ import {
 } from './dto/api-key.dto';
 
 const KEY_ID = new UuidParamPipe('API key');
+const KeyIdParam = () => ApiParam({ name: 'key_id', format: 'uuid', description: 'The key id.' });
 
 @ApiTags('API keys')
-@ApiParam({ name: 'key_id', required: false, format: 'uuid', description: 'The key id.' })
 @RequireScope('admin')
 @Controller('api-keys')
 export class ApiKeysController {
@@ -48,6 +48,7 @@ export class ApiKeysController {
   }
 
   @Get(':key_id')
+  @KeyIdParam()
   @ApiOp({ summary: 'Get an API key', errors: [404] })
   @ApiSuccess({ type: ApiKeyResponseDto, description: 'The key record, as in the list.' })
   getApiKey(@Param('key_id', KEY_ID) id: string): Promise<ApiKeyResponseDto> {
@@ -55,6 +56,7 @@ export class ApiKeysController {
   }
 
   @Delete(':key_id')
+  @KeyIdParam()
   @HttpCode(204)
   @ApiOp({
     summary: 'Revoke an API key',
@@ -67,6 +69,7 @@ export class ApiKeysController {
   }
 
   @Get(':key_id/usage')
+  @KeyIdParam()
   @ApiOp({ summary: "Get an API key's usage", description: 'Current within one second.', errors: [404] })
   @ApiSuccess({ type: ApiKeyUsageDto, description: 'Usage counters of the key.' })
   getApiKeyUsage(@Param('key_id', KEY_ID) id: string): Promise<ApiKeyUsageDto> {

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
-import { ApiTags } from '@nestjs/swagger';
+import { ApiParam, ApiTags } from '@nestjs/swagger';
 import { RequireScope } from '../../common/auth/access.decorators';
 import { ApiOp, ApiSuccess } from '../../common/http/api-docs.decorators';
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
@@ -7,6 +7,7 @@ import { CreateUserDto, UpdateUserDto, UserResponseDto } from './dto/user.dto';
 import { UsersService } from './users.service';
 
 const USER_ID = new UuidParamPipe('User');
+const UserIdParam = () => ApiParam({ name: 'id', format: 'uuid', description: 'The user id.' });
 
 @ApiTags('Users')
 @RequireScope('admin')
@@ -29,6 +30,7 @@ export class UsersController {
   }
 
   @Get(':id')
+  @UserIdParam()
   @ApiOp({ summary: 'Get a user', errors: [404] })
   @ApiSuccess({ type: UserResponseDto, description: 'The user.' })
   getUser(@Param('id', USER_ID) id: string): Promise<UserResponseDto> {
@@ -36,6 +38,7 @@ export class UsersController {
   }
 
   @Put(':id')
+  @UserIdParam()
   @ApiOp({
     summary: 'Update a user',
     description:
@@ -49,6 +52,7 @@ export class UsersController {
   }
 
   @Delete(':id')
+  @UserIdParam()
   @HttpCode(204)
   @ApiOp({
     summary: 'Delete a user',
