@@ -4,6 +4,7 @@ import { AppConfig } from './config/config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { HttpErrorFilter } from './common/errors/http-error.filter';
+import { NotFoundHandler } from './common/http/not-found.handler';
 import { AppValidationPipe } from './common/http/validation.pipe';
 import { RedisModule } from './common/redis/redis.module';
 import { ApiKeysModule } from './modules/api-keys/api-keys.module';
@@ -28,6 +29,7 @@ export class AppModule {
       providers: [
         { provide: APP_PIPE, useClass: AppValidationPipe },
         { provide: APP_FILTER, useClass: HttpErrorFilter },
+        NotFoundHandler,
       ],
     };
   }

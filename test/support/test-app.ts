@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { createApp } from '../../src/app.setup';
+import { JsonLogger } from '../../src/common/logging/json-logger';
 import { AppConfig, loadConfig } from '../../src/config/config';
 import { adminQuery, databaseUrl, templateDatabase, testServerUrl } from './database';
 import { ContractChecker } from './contract';
@@ -64,6 +65,8 @@ export interface TestAppOptions {
   env?: Record<string, string>;
   /** Share another app's database (to run two instances on one database). */
   databaseName?: string;
+  /** Log through this logger (to stdout) instead of the default: no logs at all. */
+  logger?: JsonLogger;
 }
 
 /**
@@ -86,7 +89,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...options.env,
   });
   config.bcryptRounds = 4;
-  const app = await createApp(config, { logger: false });
+  const app = await createApp(config, { logger: options.logger ?? false });
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   const baseUrl = `http://127.0.0.1:${port}`;

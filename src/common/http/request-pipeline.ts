@@ -54,8 +54,10 @@ const LARGE_BODY_ROUTES: { method: string; path: RegExp }[] = [
   { method: 'POST', path: /^\/api\/v1\/events\/?$/ },
 ];
 
-const smallJson = express.json({ limit: MIB, strict: true });
-const largeJson = express.json({ limit: 10 * MIB, strict: true });
+// Not `strict`: a well-formed body that is not an object ("text", 42, null) is a validation failure (422
+// from the ValidationPipe), not malformed JSON (400) (decisions.md §1).
+const smallJson = express.json({ limit: MIB, strict: false });
+const largeJson = express.json({ limit: 10 * MIB, strict: false });
 
 function sendError(res: Response, error: AppError): void {
   const { body, headers } = toErrorBody(error);

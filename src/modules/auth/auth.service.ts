@@ -47,9 +47,11 @@ export class AuthService {
   async login(dto: LoginDto, ip: string): Promise<LoginResponseDto> {
     const username = dto.username.trim().toLowerCase();
     const limiterKey = `login:${username}:${ip}`;
-    const failures = await this.counters.peek(limiterKey);
-    if (failures && failures.count >= LOGIN_FAILURES_ALLOWED) {
-      const retryAfter = Math.max(1, Math.ceil((failures.resetAt - Date.now()) / 1000));
+    // Count the attempt before checking the password (one atomic step), so concurrent guesses cannot
+    // all pass a check that runs before any of them is counted; a success resets the count below.
+    const attempts = await this.counters.hit(limiterKey, LOGIN_FAILURE_WINDOW_MS);
+    if (attempts.count > LOGIN_FAILURES_ALLOWED) {
+      const retryAfter = Math.max(1, Math.ceil((attempts.resetAt - Date.now()) / 1000));
       throw new TooManyRequestsError(
         `Too many failed login attempts. Retry after ${retryAfter} seconds.`,
         retryAfter,
@@ -57,10 +59,7 @@ export class AuthService {
     }
     const user = await this.users.findOne({ where: { username } });
     const valid = await bcrypt.compare(dto.password, user?.passwordHash ?? (await this.dummyHash));
-    if (!user || !valid || !user.isActive) {
-      await this.counters.hit(limiterKey, LOGIN_FAILURE_WINDOW_MS);
-      throw new UnauthorizedError('Invalid credentials');
-    }
+    if (!user || !valid || !user.isActive) throw new UnauthorizedError('Invalid credentials');
     await this.counters.reset(limiterKey);
 
     const expiresAt = new Date(Date.now() + this.config.jwtExpiresInSeconds * 1000);

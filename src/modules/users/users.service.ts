@@ -9,6 +9,13 @@ import { UserSessionEntity } from '../auth/entities/user-session.entity';
 import { CreateUserDto, toUserResponse, UpdateUserDto, UserResponseDto } from './dto/user.dto';
 import { UserEntity } from './entities/user.entity';
 
+/**
+ * Transaction-scoped advisory lock taken first by every update and delete of a user. It serializes the
+ * "is there another active admin?" check: with row locks alone, two admins demoting or deleting each
+ * other at once lock their own rows and then each other's, and one of them fails with a deadlock.
+ */
+const USER_CHANGE_LOCK = 0x7669_6731;
+
 @Injectable()
 export class UsersService implements OnApplicationBootstrap {
   private readonly logger = new Logger('Users');
@@ -76,6 +83,7 @@ export class UsersService implements OnApplicationBootstrap {
   async update(id: string, dto: UpdateUserDto): Promise<UserResponseDto> {
     const passwordHash = dto.password !== undefined ? await this.hash(dto.password) : undefined;
     await this.dataSource.transaction(async (manager) => {
+      await manager.query('SELECT pg_advisory_xact_lock($1)', [USER_CHANGE_LOCK]);
       const user = await manager.findOne(UserEntity, { where: { id }, lock: { mode: 'pessimistic_write' } });
       if (!user) throw new NotFoundError('User');
       const losesAdmin =
@@ -100,6 +108,7 @@ export class UsersService implements OnApplicationBootstrap {
 
   async remove(id: string): Promise<void> {
     await this.dataSource.transaction(async (manager) => {
+      await manager.query('SELECT pg_advisory_xact_lock($1)', [USER_CHANGE_LOCK]);
       const user = await manager.findOne(UserEntity, { where: { id }, lock: { mode: 'pessimistic_write' } });
       if (!user) throw new NotFoundError('User');
       if (user.role === 'admin' && user.isActive) await this.assertAnotherActiveAdmin(manager, id);

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsBoolean, IsIn, IsOptional, IsString, Length, Matches, Validate } from 'class-validator';
+import { IsBoolean, IsIn, IsString, Length, Matches, Validate, ValidateIf } from 'class-validator';
 import { trimString } from '../../../common/http/transforms';
 import { PasswordBytesConstraint } from '../../../common/http/password.constraint';
 import { USER_ROLES, UserEntity, UserRole } from '../entities/user.entity';
@@ -26,23 +26,26 @@ export class CreateUserDto {
   role: UserRole;
 }
 
+/** Optional, but not nullable: `null` is not a role, a flag or a password (IsOptional would let it through). */
+const IfPresent = () => ValidateIf((_object: unknown, value: unknown) => value !== undefined);
+
 export class UpdateUserDto {
   @ApiPropertyOptional({
     description: "New password, 8 to 72 bytes. Ends the user's sessions.",
     format: 'password',
   })
-  @IsOptional()
+  @IfPresent()
   @IsString()
   @Validate(PasswordBytesConstraint)
   password?: string;
 
   @ApiPropertyOptional({ enum: USER_ROLES, example: 'admin' })
-  @IsOptional()
+  @IfPresent()
   @IsIn(USER_ROLES)
   role?: UserRole;
 
   @ApiPropertyOptional({ description: "False blocks login and ends the user's sessions.", example: true })
-  @IsOptional()
+  @IfPresent()
   @IsBoolean()
   is_active?: boolean;
 }
