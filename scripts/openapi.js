@@ -10,7 +10,10 @@ const root = join(__dirname, '..');
 const target = join(root, 'openapi.json');
 
 async function generate() {
-  execFileSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+  execFileSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'], {
+    cwd: root,
+    stdio: 'inherit',
+  });
   require('reflect-metadata');
   const { loadConfig } = require('../dist/src/config/config');
   const { createApp } = require('../dist/src/app.setup');
@@ -31,7 +34,7 @@ async function main() {
   const mode = process.argv[2];
   const fresh = await generate();
   if (mode === 'check') {
-    let committed = '';
+    let committed;
     try {
       committed = readFileSync(target, 'utf8');
     } catch {

@@ -2,7 +2,9 @@ import Redis from 'ioredis';
 import request from 'supertest';
 import { startTestApp, TestApp } from './support/test-app';
 
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const REDIS_URL = process.env.VIGIL_TEST_REDIS_URL ?? '';
+/** Set by the global set-up when Redis answers (always in CI). */
+const describeWithRedis = REDIS_URL ? describe : describe.skip;
 
 /** Sends `count` requests at once (no request waits for another) and returns their responses. */
 async function burst(baseUrl: string, key: string, count: number) {
@@ -101,7 +103,7 @@ describe('per-key rate limits (one instance, in memory)', () => {
   });
 });
 
-describe('two instances on one Redis', () => {
+describeWithRedis('two instances on one Redis', () => {
   let a: TestApp;
   let b: TestApp;
   let redis: Redis;

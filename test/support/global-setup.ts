@@ -1,6 +1,7 @@
 import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Redis from 'ioredis';
 import { DataSource } from 'typeorm';
 import { dataSourceOptions } from '../../src/database/data-source';
 import { startEmbeddedPostgres } from '../../src/database/embedded-postgres';
@@ -27,5 +28,34 @@ export default async function globalSetup(): Promise<void> {
   await dataSource.runMigrations();
   await dataSource.destroy();
   process.env.VIGIL_TEST_SERVER_URL = serverUrl;
+  await probeRedis();
   process.env.VIGIL_TEST_TEMPLATE = template;
+}
+
+/**
+ * Tests of shared limits across instances need Redis. Where none runs (a fresh machine), they are skipped
+ * with a notice; in CI (CI=true) a missing Redis fails the run instead.
+ */
+async function probeRedis(): Promise<void> {
+  const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 2000,
+  });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    await redis.ping();
+    process.env.VIGIL_TEST_REDIS_URL = url;
+  } catch (error) {
+    if (process.env.CI)
+      throw new Error(`Redis is required in CI but ${url} is unreachable: ${(error as Error).message}`, {
+        cause: error,
+      });
+    process.stderr.write(`\nRedis at ${url} is unreachable: the multi-instance tests are skipped.\n`);
+  } finally {
+    redis.disconnect();
+  }
 }

@@ -22,7 +22,8 @@ export const RATE_LIMIT_HEADERS = {
   },
 } as const;
 
-const AUTH_ERRORS = [
+// Factories, not shared instances: a swagger decorator instance applied to several classes accumulates.
+const authErrors = () => [
   ApiResponse({
     status: 401,
     description:
@@ -42,7 +43,7 @@ const AUTH_ERRORS = [
   }),
 ];
 
-const CREDENTIALS = [ApiSecurity('api_key'), ApiSecurity('bearer'), ApiSecurity('cookie')];
+const credentials = () => [ApiSecurity('api_key'), ApiSecurity('bearer'), ApiSecurity('cookie')];
 
 /** No credentials needed. */
 export const Public = () =>
@@ -59,8 +60,8 @@ export const RequireScope = (scope: Scope) =>
   applyDecorators(
     SetMetadata(ACCESS_POLICY, { kind: 'scope', scope } satisfies AccessPolicy),
     ApiExtension('x-required-scope', scope),
-    ...CREDENTIALS,
-    ...AUTH_ERRORS,
+    ...credentials(),
+    ...authErrors(),
     ApiResponse({
       status: 403,
       description: `The credentials lack the \`${scope}\` scope.`,
@@ -76,7 +77,7 @@ export const RequireSession = () =>
     ApiExtension('x-required-scope', 'session'),
     ApiSecurity('bearer'),
     ApiSecurity('cookie'),
-    ...AUTH_ERRORS,
+    ...authErrors(),
     ApiResponse({
       status: 403,
       description: 'Called with an API key: this endpoint needs a user session.',
