@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { createSecretKey } from 'node:crypto';
 import { APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { JwtModule } from '@nestjs/jwt';
 import { TypeOrmModule } from '@nestjs/typeorm';
@@ -19,7 +20,12 @@ import { UserSessionEntity } from './entities/user-session.entity';
     TypeOrmModule.forFeature([UserEntity, UserSessionEntity]),
     JwtModule.registerAsync({
       inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) => ({ secret: config.jwtSecret, signOptions: { algorithm: 'HS256' } }),
+      // A KeyObject, not the string: given a string, jsonwebtoken first tries to parse it as a public key
+      // on every verify (a failed createPublicKey per request).
+      useFactory: (config: AppConfig) => ({
+        secret: createSecretKey(Buffer.from(config.jwtSecret)),
+        signOptions: { algorithm: 'HS256' },
+      }),
     }),
     UsersModule,
     ApiKeysModule,
