@@ -10,6 +10,11 @@ import { RedisModule } from './common/redis/redis.module';
 import { ApiKeysModule } from './modules/api-keys/api-keys.module';
 import { AuthModule } from './modules/auth/auth.module';
 import { SystemModule } from './modules/system/system.module';
+import { CamerasModule } from './modules/cameras/cameras.module';
+import { EventsModule } from './modules/events/events.module';
+import { RealtimeModule } from './modules/realtime/realtime.module';
+import { SettingsModule } from './modules/settings/settings.module';
+import { CryptoModule } from './common/crypto/crypto.module';
 import { UsersModule } from './modules/users/users.module';
 
 @Module({})
@@ -21,10 +26,15 @@ export class AppModule {
         ConfigModule.register(config),
         DatabaseModule,
         RedisModule,
+        CryptoModule,
+        RealtimeModule,
         AuthModule,
         UsersModule,
         ApiKeysModule,
         SystemModule,
+        SettingsModule,
+        CamerasModule,
+        EventsModule,
       ],
       providers: [
         { provide: APP_PIPE, useClass: AppValidationPipe },

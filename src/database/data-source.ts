@@ -2,9 +2,19 @@ import { DataSourceOptions } from 'typeorm';
 import { ApiKeyEntity } from '../modules/api-keys/entities/api-key.entity';
 import { UserSessionEntity } from '../modules/auth/entities/user-session.entity';
 import { UserEntity } from '../modules/users/entities/user.entity';
+import { CameraEntity } from '../modules/cameras/entities/camera.entity';
+import { EventEntity } from '../modules/events/entities/event.entity';
+import { SettingEntity } from '../modules/settings/entities/setting.entity';
 import { MIGRATIONS } from './migrations';
 
-export const ENTITIES = [UserEntity, UserSessionEntity, ApiKeyEntity];
+export const ENTITIES = [
+  UserEntity,
+  UserSessionEntity,
+  ApiKeyEntity,
+  CameraEntity,
+  EventEntity,
+  SettingEntity,
+];
 
 /** Options shared by the running service and the TypeORM CLI (`ormconfig.ts`). */
 export function dataSourceOptions(url: string): DataSourceOptions {

@@ -14,6 +14,7 @@ import {
 } from './dto/api-key.dto';
 import { API_KEY_PATTERN, apiKeyPrefix, generateApiKey, hashApiKey } from './api-key-format';
 import { ApiKeyUsageTracker } from './api-key-usage.tracker';
+import { DomainEventBus } from '../realtime/domain-event-bus';
 import { ApiKeyEntity, Scope } from './entities/api-key.entity';
 
 type ApiKeyPrincipal = Extract<Principal, { kind: 'api_key' }>;
@@ -23,6 +24,7 @@ export class ApiKeysService {
   constructor(
     @InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>,
     private readonly usage: ApiKeyUsageTracker,
+    private readonly bus: DomainEventBus,
   ) {}
 
   async create(dto: CreateApiKeyDto, createdBy: Principal): Promise<ApiKeyCreatedDto> {
@@ -67,6 +69,8 @@ export class ApiKeysService {
       .set({ isActive: false, revokedAt: () => 'COALESCE(revoked_at, now())' })
       .where('id = :id', { id })
       .execute();
+    // Open WebSocket connections made with the key close (on every instance).
+    this.bus.publish('auth.revoked', { api_key_id: id });
   }
 
   /**

@@ -12,6 +12,7 @@ import { UserEntity, UserRole } from '../users/entities/user.entity';
 import { UsersService } from '../users/users.service';
 import { ChangePasswordDto, LoginDto, LoginResponseDto } from './dto/auth.dto';
 import { UserSessionEntity } from './entities/user-session.entity';
+import { DomainEventBus } from '../realtime/domain-event-bus';
 
 const LOGIN_FAILURES_ALLOWED = 10;
 const LOGIN_FAILURE_WINDOW_MS = 15 * 60_000;
@@ -37,6 +38,7 @@ export class AuthService {
     private readonly dataSource: DataSource,
     private readonly usersService: UsersService,
     private readonly jwt: JwtService,
+    private readonly bus: DomainEventBus,
     @Inject(WINDOW_COUNTER_STORE) private readonly counters: WindowCounterStore,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
@@ -86,6 +88,7 @@ export class AuthService {
 
   async logout(principal: UserPrincipal): Promise<void> {
     await this.sessions.update({ id: principal.sessionId, revokedAt: IsNull() }, { revokedAt: new Date() });
+    this.bus.publish('auth.revoked', { session_id: principal.sessionId });
   }
 
   async me(principal: UserPrincipal): Promise<UserResponseDto> {
@@ -107,6 +110,7 @@ export class AuthService {
         { revokedAt: new Date() },
       );
     });
+    this.bus.publish('auth.revoked', { user_id: user.id });
   }
 
   /** Verifies a JWT and its session (one query): null when invalid, expired, logged out or the user is inactive. */
