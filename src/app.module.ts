@@ -15,6 +15,7 @@ import { EventsModule } from './modules/events/events.module';
 import { RealtimeModule } from './modules/realtime/realtime.module';
 import { SettingsModule } from './modules/settings/settings.module';
 import { CryptoModule } from './common/crypto/crypto.module';
+import { StorageModule } from './common/storage/image-store';
 import { UsersModule } from './modules/users/users.module';
 
 @Module({})
@@ -27,6 +28,7 @@ export class AppModule {
         DatabaseModule,
         RedisModule,
         CryptoModule,
+        StorageModule,
         RealtimeModule,
         AuthModule,
         UsersModule,

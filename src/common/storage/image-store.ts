@@ -1,0 +1,78 @@
+import { Global, Inject, Injectable, Module } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { APP_CONFIG, AppConfig } from '../../config/config';
+
+const NAME = /^[0-9a-f]{2}\/[0-9a-f-]{36}\.jpg$/;
+
+/**
+ * Event images (JPEG) under DATA_DIR/images. Names are made here (`ab/<uuid>.jpg`, sharded by the first
+ * two hex digits); a name that does not have that shape is never turned into a path, so no client input
+ * can reach another file.
+ */
+@Injectable()
+export class ImageStore {
+  readonly root: string;
+
+  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+    this.root = join(config.dataDir, 'images');
+  }
+
+  async save(jpeg: Buffer): Promise<string> {
+    const id = randomUUID();
+    const name = `${id.slice(0, 2)}/${id}.jpg`;
+    await mkdir(join(this.root, id.slice(0, 2)), { recursive: true });
+    await writeFile(join(this.root, name), jpeg, { mode: 0o640 });
+    return name;
+  }
+
+  /** Absolute path of a stored image; throws for anything that is not a name this store made. */
+  path(name: string): string {
+    if (!NAME.test(name)) throw new Error(`Not an image name: ${name}`);
+    return join(this.root, name);
+  }
+
+  /** Removes images; missing files are fine (already removed). */
+  async remove(names: Iterable<string | null | undefined>): Promise<void> {
+    await Promise.all(
+      [...names]
+        .filter((n): n is string => !!n && NAME.test(n))
+        .map((n) => rm(join(this.root, n), { force: true })),
+    );
+  }
+
+  /** Bytes of all stored images. */
+  async totalBytes(): Promise<number> {
+    let total = 0;
+    let shards: string[];
+    try {
+      shards = await readdir(this.root);
+    } catch {
+      return 0;
+    }
+    for (const shard of shards) {
+      const dir = join(this.root, shard);
+      let files: string[];
+      try {
+        files = await readdir(dir);
+      } catch {
+        continue;
+      }
+      const sizes = await Promise.all(
+        files.map((f) =>
+          stat(join(dir, f)).then(
+            (s) => s.size,
+            () => 0,
+          ),
+        ),
+      );
+      total += sizes.reduce((a, b) => a + b, 0);
+    }
+    return total;
+  }
+}
+
+@Global()
+@Module({ providers: [ImageStore], exports: [ImageStore] })
+export class StorageModule {}
