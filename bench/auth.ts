@@ -16,20 +16,26 @@
  * BENCH_REDIS_URL (else REDIS_URL, else redis://127.0.0.1:6379).
  */
 import autocannon from 'autocannon';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import Redis from 'ioredis';
-import { Client } from 'pg';
+import { join } from 'node:path';
 import { startEmbeddedPostgres } from '../src/database/embedded-postgres';
-
-const ROOT = resolve(__dirname, '..', '..');
-const MAIN = join(ROOT, 'dist', 'src', 'main.js');
-const API = '/api/v1';
+import {
+  API,
+  call,
+  expectStatus,
+  type Instance,
+  intFromEnv,
+  login,
+  median,
+  onCleanup,
+  prepareDatabase,
+  redisReachable,
+  runBenchmark,
+  startInstance,
+  stopInstance,
+} from './support';
 
 const CONNECTIONS = intFromEnv('BENCH_CONNECTIONS', 20);
 const RUN_SECONDS = intFromEnv('BENCH_DURATION', 8);
@@ -39,220 +45,7 @@ const BENCH_KEY_LIMIT = 10_000;
 const BURST_REQUESTS = 300;
 const BURST_LIMIT = 100;
 const RATIO_TARGET = 0.85;
-const STARTUP_TIMEOUT_MS = 90_000;
-const STOP_TIMEOUT_MS = 20_000;
 const REDIS_URL = process.env.BENCH_REDIS_URL || process.env.REDIS_URL || 'redis://127.0.0.1:6379';
-
-/** Every variable of decisions.md §6: the children get only the values this benchmark sets. */
-const SERVICE_VARIABLES = [
-  'PORT',
-  'HOST',
-  'DATABASE_URL',
-  'REDIS_URL',
-  'DATA_DIR',
-  'JWT_SECRET',
-  'JWT_EXPIRES_IN',
-  'ENCRYPTION_KEY',
-  'ADMIN_PASSWORD',
-  'TRUSTED_PROXIES',
-  'SSL_CERT_FILE',
-  'SSL_KEY_FILE',
-  'LOG_LEVEL',
-  'CORS_ORIGINS',
-];
-
-function intFromEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer`);
-  return value;
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Clean-up: everything started is registered here and undone in reverse order, also on Ctrl-C.
-
-const cleanups: { label: string; fn: () => Promise<void> }[] = [];
-let cleaningUp: Promise<number> | undefined;
-
-function onCleanup(label: string, fn: () => Promise<void>): void {
-  cleanups.push({ label, fn });
-}
-
-/** Runs every clean-up step once; returns how many failed. */
-function cleanupAll(): Promise<number> {
-  cleaningUp ??= (async () => {
-    let failures = 0;
-    while (cleanups.length > 0) {
-      const step = cleanups.pop()!;
-      try {
-        await step.fn();
-      } catch (error) {
-        failures++;
-        console.error(`clean-up failed (${step.label}): ${message(error)}`);
-      }
-    }
-    return failures;
-  })();
-  return cleaningUp;
-}
-
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
-
-function freePort(): Promise<number> {
-  return new Promise((done, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => done(port));
-    });
-  });
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Service instances
-
-interface Instance {
-  name: string;
-  baseUrl: string;
-  child: ChildProcess;
-  exited: Promise<number | string>;
-  output: string[];
-}
-
-const shared = {
-  adminPassword: randomBytes(12).toString('base64url'),
-  // The same secrets for every instance, as in a real multi-instance deployment.
-  jwtSecret: randomBytes(48).toString('base64url'),
-  encryptionKey: randomBytes(32).toString('hex'),
-};
-
-async function startInstance(
-  name: string,
-  dataDir: string,
-  extra: { DATABASE_URL?: string; REDIS_URL?: string },
-): Promise<Instance> {
-  mkdirSync(dataDir, { recursive: true });
-  chmodSync(dataDir, 0o755);
-  const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const variable of SERVICE_VARIABLES) delete env[variable];
-  Object.assign(env, {
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'warn',
-    ADMIN_PASSWORD: shared.adminPassword,
-    JWT_SECRET: shared.jwtSecret,
-    ENCRYPTION_KEY: shared.encryptionKey,
-  });
-  if (extra.DATABASE_URL) env.DATABASE_URL = extra.DATABASE_URL;
-  if (extra.REDIS_URL) env.REDIS_URL = extra.REDIS_URL;
-
-  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const output: string[] = [];
-  const forward = (chunk: Buffer) => {
-    for (const line of chunk.toString('utf8').split('\n')) {
-      if (line.trim() === '') continue;
-      output.push(line);
-      if (output.length > 200) output.shift();
-      process.stderr.write(`  [${name}] ${line}\n`);
-    }
-  };
-  child.stdout.on('data', forward);
-  child.stderr.on('data', forward);
-  const exited = new Promise<number | string>((done) => {
-    child.once('exit', (code, signal) => done(code ?? signal ?? 'unknown'));
-  });
-  const instance: Instance = { name, baseUrl: `http://127.0.0.1:${port}`, child, exited, output };
-  onCleanup(`stop ${name}`, () => stopInstance(instance));
-
-  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
-  let early: number | string | undefined;
-  void exited.then((code) => (early = code));
-  for (;;) {
-    if (early !== undefined) throw new Error(`${name} exited during start-up (${early})`);
-    try {
-      const res = await fetch(`${instance.baseUrl}${API}/system/health`, {
-        signal: AbortSignal.timeout(2000),
-      });
-      await res.arrayBuffer();
-      if (res.status === 200) return instance;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`${name} was not healthy within ${STARTUP_TIMEOUT_MS} ms`);
-    await sleep(200);
-  }
-}
-
-async function stopInstance(instance: Instance): Promise<void> {
-  const { child } = instance;
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  child.kill('SIGTERM');
-  const result = await Promise.race([instance.exited, sleep(STOP_TIMEOUT_MS).then(() => 'timeout' as const)]);
-  if (result === 'timeout') {
-    child.kill('SIGKILL');
-    await instance.exited;
-    throw new Error(`${instance.name} did not exit within ${STOP_TIMEOUT_MS} ms of SIGTERM (killed)`);
-  }
-  if (result !== 0) throw new Error(`${instance.name} exited with ${result} after SIGTERM`);
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// HTTP helpers
-
-interface ApiResponse {
-  status: number;
-  headers: Headers;
-  body: unknown;
-}
-
-async function call(
-  instance: Instance,
-  method: string,
-  path: string,
-  options: { token?: string; apiKey?: string; body?: unknown } = {},
-): Promise<ApiResponse> {
-  const headers: Record<string, string> = {};
-  if (options.token) headers.authorization = `Bearer ${options.token}`;
-  if (options.apiKey) headers['x-api-key'] = options.apiKey;
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${instance.baseUrl}${API}${path}`, {
-    method,
-    headers,
-    body: options.body === undefined ? undefined : JSON.stringify(options.body),
-    signal: AbortSignal.timeout(15_000),
-  });
-  const text = await res.text();
-  let body: unknown = text;
-  try {
-    body = text ? JSON.parse(text) : undefined;
-  } catch {
-    // keep the text
-  }
-  return { status: res.status, headers: res.headers, body };
-}
-
-function expectStatus(what: string, res: ApiResponse, status: number): void {
-  if (res.status !== status) {
-    throw new Error(`${what}: expected ${status}, got ${res.status} ${JSON.stringify(res.body)}`);
-  }
-}
-
-async function login(instance: Instance): Promise<string> {
-  const res = await call(instance, 'POST', '/auth/login', {
-    body: { username: 'admin', password: shared.adminPassword },
-  });
-  expectStatus('login', res, 200);
-  return String((res.body as { access_token: string }).access_token);
-}
 
 async function createKey(
   instance: Instance,
@@ -316,12 +109,6 @@ async function measure(
     errors: result.errors,
     statusCodes,
   };
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
 function formatRun(run: RunResult, label: string): string {
@@ -388,60 +175,6 @@ function formatBurst(result: BurstResult): string {
     .map(([status, count]) => `${status}:${count}`)
     .join(' ');
   return `200: ${result.passed}, 429: ${result.limited}${other ? `, other: ${other}` : ''}`;
-}
-
-async function redisReachable(url: string): Promise<boolean> {
-  const client = new Redis(url, {
-    lazyConnect: true,
-    connectTimeout: 1500,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-    enableOfflineQueue: false,
-  });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    return (await client.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    client.disconnect();
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Database
-
-interface Database {
-  /** Passed to the children as DATABASE_URL; undefined: the first instance uses its embedded default. */
-  url: string | undefined;
-  description: string;
-}
-
-async function adminQuery(serverUrl: string, sql: string): Promise<void> {
-  const url = new URL(serverUrl);
-  url.pathname = '/postgres';
-  const client = new Client({ connectionString: url.toString() });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
-async function prepareDatabase(): Promise<Database> {
-  const serverUrl = process.env.DATABASE_URL?.trim();
-  if (!serverUrl) return { url: undefined, description: 'embedded PostgreSQL (DATABASE_URL unset)' };
-  const name = `vigil_bench_${process.pid}`;
-  await adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await adminQuery(serverUrl, `CREATE DATABASE ${name}`);
-  onCleanup(`drop database ${name}`, () =>
-    adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
-  );
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), description: `scratch database ${name} on DATABASE_URL's server` };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -620,30 +353,4 @@ async function main(): Promise<number> {
   return errors;
 }
 
-let interrupted = false;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    interrupted = true;
-    console.error(`\n${signal}: cleaning up`);
-    void cleanupAll().then(() => process.exit(130));
-  });
-}
-
-main()
-  .then(
-    (errors) => errors,
-    (error: unknown) => {
-      console.error(
-        `\nbench:auth failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
-      );
-      return 1;
-    },
-  )
-  .then(async (errors) => {
-    const failures = await cleanupAll();
-    if (!interrupted) process.exit(errors + failures > 0 ? 1 : 0);
-  })
-  .catch((error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  });
+runBenchmark('bench:auth', main);

@@ -4,6 +4,7 @@ import { drainHttpServer } from './common/http/drain';
 import { ConfigError, loadConfig } from './config/config';
 import { startEmbeddedPostgres } from './database/embedded-postgres';
 import { JsonLogger } from './common/logging/json-logger';
+import { RealtimeGateway } from './modules/realtime/realtime.gateway';
 
 async function bootstrap(): Promise<void> {
   let config;
@@ -23,11 +24,13 @@ async function bootstrap(): Promise<void> {
   if (embedded) config.databaseUrl = embedded.url;
 
   const app = await createApp(config, { logger });
-  // SIGTERM/SIGINT: stop accepting, let in-flight requests finish (Nest's close() would tear the modules
-  // and the database pool down first), run the modules' shutdown hooks (usage flush, Redis, database
-  // pool), then stop the embedded PostgreSQL.
+  // SIGTERM/SIGINT: close the WebSockets (1001; open ones would keep the HTTP server from closing), stop
+  // accepting, let in-flight requests finish (Nest's close() would tear the modules and the database pool
+  // down first), run the modules' shutdown hooks (usage flush, Redis, database pool), then stop the
+  // embedded PostgreSQL.
   const stop = async (signal: string) => {
     logger.log({ msg: 'Shutting down', signal }, 'Bootstrap');
+    await app.get(RealtimeGateway).shutdown();
     await drainHttpServer(app.getHttpServer());
     await app.close();
     await embedded?.stop();

@@ -1,6 +1,6 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,6 +21,8 @@ export class TestClient {
   constructor(
     readonly baseUrl: string,
     readonly contract: ContractChecker,
+    /** Trusted certificate for an https app (its own self-signed certificate). */
+    readonly ca?: Buffer,
   ) {}
 
   get(path: string) {
@@ -41,7 +43,9 @@ export class TestClient {
 
   private send(method: Method, path: string) {
     const agent = request(this.baseUrl);
-    return agent[method](path).expect((res) => this.contract.check(method, path, res));
+    const test = agent[method](path);
+    if (this.ca) test.ca(this.ca);
+    return test.expect((res) => this.contract.check(method, path, res));
   }
 }
 
@@ -92,9 +96,13 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const app = await createApp(config, { logger: options.logger ?? false });
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
-  const baseUrl = `http://127.0.0.1:${port}`;
-  const document = (await request(baseUrl).get('/openapi.json').expect(200)).body;
-  const http = new TestClient(baseUrl, new ContractChecker(document));
+  // With SSL_CERT_FILE/SSL_KEY_FILE the app serves https; the client then trusts that certificate.
+  const ca = config.ssl ? readFileSync(config.ssl.certFile) : undefined;
+  const baseUrl = `${ca ? 'https' : 'http'}://127.0.0.1:${port}`;
+  const docRequest = request(baseUrl).get('/openapi.json');
+  if (ca) docRequest.ca(ca);
+  const document = (await docRequest.expect(200)).body;
+  const http = new TestClient(baseUrl, new ContractChecker(document), ca);
 
   const testApp: TestApp = {
     app,

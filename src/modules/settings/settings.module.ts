@@ -1,7 +1,12 @@
-import { Module } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
+import { Global, Module } from '@nestjs/common';
+import { SettingsController } from './settings.controller';
+import { SettingsService } from './settings.service';
 
+/** The settings registry behind /system/settings; `SettingsService.get(key)` serves every module. */
+@Global()
 @Module({
-  imports: [TypeOrmModule.forFeature([])],
+  controllers: [SettingsController],
+  providers: [SettingsService],
+  exports: [SettingsService],
 })
 export class SettingsModule {}

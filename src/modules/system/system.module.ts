@@ -1,9 +1,12 @@
 import { Module } from '@nestjs/common';
+import { EventRetentionService } from './event-retention.service';
 import { HealthService } from './health.service';
+import { SslStatusService } from './ssl-status.service';
+import { StorageService } from './storage.service';
 import { SystemController } from './system.controller';
 
 @Module({
   controllers: [SystemController],
-  providers: [HealthService],
+  providers: [HealthService, StorageService, SslStatusService, EventRetentionService],
 })
 export class SystemModule {}
