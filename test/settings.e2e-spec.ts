@@ -604,7 +604,9 @@ describe('system settings', () => {
 
       const remaining = await eventually(eventIds, (ids) => ids.length === recent.length);
       expect(remaining).toEqual(recent.map((e) => e.id).sort());
-      for (const e of old) expect(existsSync(images().path(e.image))).toBe(false);
+      // Images are removed after the rows' transaction commits: wait for that step too.
+      const oldImagesLeft = async () => old.filter((e) => existsSync(images().path(e.image))).length;
+      expect(await eventually(oldImagesLeft, (n) => n === 0)).toBe(0);
       for (const e of recent) expect(existsSync(images().path(e.image))).toBe(true);
       await eventually(
         async () => deleted.messages.length,

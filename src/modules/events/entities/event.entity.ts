@@ -37,8 +37,8 @@ const numeric = { to: (v: number | null) => v, from: (v: string | null) => (v ==
 @Index('events_detection_type_timestamp_idx', ['detectionType', 'timestamp'])
 @Index('events_source_type_timestamp_idx', ['sourceType', 'timestamp'])
 @Index('events_confidence_idx', ['confidence'])
-// Word search (`q`): a GIN index on to_tsvector('simple', coalesce(description, '')), written by hand in the
-// migration (TypeORM cannot express it); `synchronize: false` keeps TypeORM from dropping it.
+// Word search (`q`): a GIN index on description_tsv, written by hand in the migration (TypeORM cannot express
+// a GIN index); `synchronize: false` keeps TypeORM from dropping it.
 @Index('events_description_fts_idx', { synchronize: false })
 export class EventEntity {
   @PrimaryGeneratedColumn('uuid')
@@ -66,6 +66,20 @@ export class EventEntity {
 
   @Column({ type: 'text', nullable: true })
   description: string | null;
+
+  /**
+   * to_tsvector('simple', coalesce(description, '')), kept by the trigger events_description_tsv (see the
+   * migration). Stored, so a filter that the planner applies row by row does not recompute it.
+   */
+  @Column({
+    name: 'description_tsv',
+    type: 'tsvector',
+    nullable: true,
+    select: false,
+    insert: false,
+    update: false,
+  })
+  descriptionTsv?: string;
 
   @Column({
     name: 'description_status',

@@ -1,0 +1,307 @@
+/**
+ * npm run bench:events
+ *
+ * Seeds 1,000,000 events over 50 cameras (in SQL) and measures, in one run, the events API against the
+ * same SQL run directly through `pg` (the floor for this stack):
+ * - the first page of GET /events for each single filter and a three-filter combination, and page 1000;
+ * - GET /events/stats unfiltered and filtered;
+ * - GET /events/export of all rows (rows/s and the service's peak RSS growth) against the raw
+ *   `COPY (same SELECT) TO STDOUT` of the same rows.
+ * Targets: list and stats within 2x of their raw SQL and under 100 ms median; export at no less than half
+ * the rate of COPY with peak RSS growth under 100 MB.
+ *
+ * The database: a scratch database on DATABASE_URL's server when set, else an embedded PostgreSQL started
+ * by this benchmark; the service runs as a child process on it.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, Pool } from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
+import { startEmbeddedPostgres } from '../src/database/embedded-postgres';
+import {
+  buildEventFilter,
+  countSql,
+  EventFilter,
+  exportSql,
+  listSql,
+  statsGroupsSql,
+  statsTimesSql,
+} from '../src/modules/events/events.repository';
+import {
+  API,
+  expectStatus,
+  intFromEnv,
+  login,
+  median,
+  onCleanup,
+  prepareDatabase,
+  runBenchmark,
+  startInstance,
+  type Instance,
+} from './support';
+
+const EVENTS = intFromEnv('BENCH_EVENTS', 1_000_000);
+const CAMERAS = 50;
+const SAMPLES = intFromEnv('BENCH_SAMPLES', 15);
+const RATIO_TARGET = 2;
+const LATENCY_TARGET_MS = 100;
+const EXPORT_RATE_TARGET = 0.5;
+const RSS_TARGET_MB = 100;
+
+const WORDS = [
+  'person',
+  'walking',
+  'car',
+  'parked',
+  'dog',
+  'running',
+  'package',
+  'delivered',
+  'front',
+  'door',
+  'driveway',
+  'garden',
+  'cat',
+  'bicycle',
+  'truck',
+  'night',
+  'rain',
+  'courier',
+  'gate',
+  'porch',
+];
+
+interface Case {
+  name: string;
+  query: string;
+  filter: EventFilter;
+  page?: number;
+}
+
+async function seed(pool: Pool): Promise<number> {
+  const started = Date.now();
+  const client = await pool.connect();
+  try {
+    await client.query(
+      `INSERT INTO cameras (name, source_type, url)
+       SELECT 'Camera ' || lpad(i::text, 2, '0'), 'rtsp', 'rtsp://127.0.0.1:8554/cam' || i FROM generate_series(1, $1) i`,
+      [CAMERAS],
+    );
+    // Bulk load without the secondary indexes, then build them once (the same definitions as the migration).
+    const { rows: indexes } = await client.query<{ indexdef: string; indexname: string }>(
+      `SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'events' AND indexname NOT LIKE 'PK_%'`,
+    );
+    for (const index of indexes) await client.query(`DROP INDEX "${index.indexname}"`);
+    await client.query(
+      `INSERT INTO events (camera_id, timestamp, detection_type, objects_detected, confidence, description,
+                           description_status, source_type, provider_used, created_at)
+       SELECT c.ids[1 + (i % $2)],
+              now() - (i * interval '7.77 seconds'),
+              (ARRAY['person','vehicle','animal','package','face','license_plate','motion','ring','unknown']::detection_type[])[1 + (i * 7 % 9)],
+              ARRAY[(ARRAY['person','car','dog','box'])[1 + (i % 4)]],
+              (i * 37) % 101,
+              initcap((ARRAY[${WORDS.map((w) => `'${w}'`).join(',')}])[1 + (i % ${WORDS.length})]) || ' ' ||
+                (ARRAY[${WORDS.map((w) => `'${w}'`).join(',')}])[1 + (i * 13 % ${WORDS.length})] || ' near the ' ||
+                (ARRAY[${WORDS.map((w) => `'${w}'`).join(',')}])[1 + (i * 17 % ${WORDS.length})] || ', "quoted", ok',
+              'complete',
+              (ARRAY['rtsp','rtsp','rtsp','mjpeg','protect','api']::event_source_type[])[1 + (i % 6)],
+              'openai',
+              now() - (i * interval '7.77 seconds')
+       FROM generate_series(1, $1) i, (SELECT array_agg(id ORDER BY name) AS ids FROM cameras) c`,
+      [EVENTS, CAMERAS],
+    );
+    for (const index of indexes) await client.query(index.indexdef);
+    await client.query('VACUUM ANALYZE events');
+    await client.query('ANALYZE cameras');
+  } finally {
+    client.release();
+  }
+  return (Date.now() - started) / 1000;
+}
+
+async function timeApi(instance: Instance, token: string, path: string): Promise<number[]> {
+  const times: number[] = [];
+  for (let i = 0; i < SAMPLES + 2; i += 1) {
+    const started = process.hrtime.bigint();
+    const res = await fetch(`${instance.baseUrl}${API}${path}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    const body = await res.text();
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    if (res.status !== 200) throw new Error(`${path}: ${res.status} ${body.slice(0, 300)}`);
+    if (i >= 2) times.push(ms); // two warm-up requests
+  }
+  return times;
+}
+
+/** Runs the statements concurrently on pooled connections, as the service does. */
+async function timeSql(pool: Pool, statements: { text: string; values: unknown[] }[]): Promise<number[]> {
+  const times: number[] = [];
+  for (let i = 0; i < SAMPLES + 2; i += 1) {
+    const started = process.hrtime.bigint();
+    await Promise.all(statements.map((s) => pool.query(s.text, s.values)));
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    if (i >= 2) times.push(ms);
+  }
+  return times;
+}
+
+function rssOf(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const match = /VmRSS:\s+(\d+) kB/.exec(status);
+  return match ? Number(match[1]) * 1024 : 0;
+}
+
+async function exportViaApi(
+  instance: Instance,
+  token: string,
+): Promise<{ rows: number; seconds: number; rssGrowthMb: number }> {
+  const pid = instance.child.pid!;
+  const baseline = rssOf(pid);
+  let peak = baseline;
+  const sampler = setInterval(() => (peak = Math.max(peak, rssOf(pid))), 25);
+  const started = process.hrtime.bigint();
+  const res = await fetch(`${instance.baseUrl}${API}/events/export`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  if (res.status !== 200 || !res.body) throw new Error(`export: ${res.status}`);
+  let lines = 0;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    for (const byte of chunk) if (byte === 10) lines += 1;
+  }
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  clearInterval(sampler);
+  peak = Math.max(peak, rssOf(pid));
+  return { rows: lines - 1, seconds, rssGrowthMb: (peak - baseline) / 1024 / 1024 };
+}
+
+async function exportViaCopy(url: string): Promise<{ rows: number; seconds: number }> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { text } = exportSql(buildEventFilter({}));
+    const started = process.hrtime.bigint();
+    const stream = client.query(copyTo(`COPY (${text}) TO STDOUT WITH (FORMAT csv)`));
+    let lines = 0;
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      for (const byte of chunk) if (byte === 10) lines += 1;
+    }
+    return { rows: lines, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
+  } finally {
+    await client.end();
+  }
+}
+
+async function main(): Promise<number> {
+  const started = Date.now();
+  let database = await prepareDatabase();
+  let url = database.url;
+  if (!url) {
+    const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-pg-'));
+    const { chmodSync } = await import('node:fs');
+    chmodSync(dir, 0o755);
+    const embedded = await startEmbeddedPostgres(dir, (m) => console.error(`  [pg] ${m}`), 'vigil_bench');
+    onCleanup('stop embedded PostgreSQL', async () => {
+      await embedded.stop();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    url = embedded.url;
+    database = { url, description: 'embedded PostgreSQL started by the benchmark (DATABASE_URL unset)' };
+  }
+  console.log(`Vigil events benchmark: ${database.description}`);
+  const dataDir = mkdtempSync(join(tmpdir(), 'vigil-bench-events-'));
+  onCleanup('remove data dir', async () => rmSync(dataDir, { recursive: true, force: true }));
+  const instance = await startInstance('service', dataDir, { DATABASE_URL: url });
+  const token = await login(instance);
+
+  const pool = new Pool({ connectionString: url, max: 4 });
+  onCleanup('close pool', () => pool.end());
+  const seedSeconds = await seed(pool);
+  console.log(
+    `Seeded ${EVENTS.toLocaleString('en')} events over ${CAMERAS} cameras in ${seedSeconds.toFixed(1)} s`,
+  );
+
+  const { rows: cams } = await pool.query<{ id: string }>('SELECT id FROM cameras ORDER BY name LIMIT 3');
+  const { rows: bounds } = await pool.query<{ lo: Date; hi: Date }>(
+    `SELECT now() - interval '30 days' AS lo, now() - interval '20 days' AS hi`,
+  );
+  const lo = bounds[0].lo.toISOString();
+  const hi = bounds[0].hi.toISOString();
+  const cases: Case[] = [
+    { name: 'no filter', query: '', filter: {} },
+    { name: 'camera_id', query: `camera_id=${cams[0].id}`, filter: { cameraIds: [cams[0].id] } },
+    {
+      name: 'camera_id (3, comma list)',
+      query: `camera_id=${cams.map((c) => c.id).join(',')}`,
+      filter: { cameraIds: cams.map((c) => c.id) },
+    },
+    { name: 'detection_type', query: 'detection_type=person', filter: { detectionTypes: ['person'] } },
+    {
+      name: 'start_time..end_time',
+      query: `start_time=${lo}&end_time=${hi}`,
+      filter: { start: new Date(lo), end: new Date(hi) },
+    },
+    { name: 'min_confidence', query: 'min_confidence=90', filter: { minConfidence: 90 } },
+    { name: 'source_type', query: 'source_type=protect', filter: { sourceTypes: ['protect'] } },
+    { name: 'q (two words)', query: 'q=dog%20garden', filter: { q: 'dog garden' } },
+    {
+      name: 'camera_id + detection_type + time',
+      query: `camera_id=${cams[0].id}&detection_type=person&start_time=${lo}&end_time=${hi}`,
+      filter: { cameraIds: [cams[0].id], detectionTypes: ['person'], start: new Date(lo), end: new Date(hi) },
+    },
+    { name: 'page 1000 (limit 50)', query: 'page=1000&limit=50', filter: {}, page: 1000 },
+  ];
+
+  type Row = { name: string; api: number; sql: number; ratio: number; pass: boolean };
+  const results: Row[] = [];
+  const measure = async (name: string, path: string, statements: { text: string; values: unknown[] }[]) => {
+    const api = median(await timeApi(instance, token, path));
+    const sql = median(await timeSql(pool, statements));
+    const ratio = api / sql;
+    const row = { name, api, sql, ratio, pass: ratio <= RATIO_TARGET && api < LATENCY_TARGET_MS };
+    results.push(row);
+    console.log(
+      `  ${name.padEnd(40)} API ${api.toFixed(1).padStart(7)} ms   SQL ${sql.toFixed(1).padStart(7)} ms   ratio ${ratio.toFixed(2).padStart(5)}   ${row.pass ? 'PASS' : 'FAIL'}`,
+    );
+  };
+
+  console.log(`\nGET /events (first page, limit 50; medians of ${SAMPLES})`);
+  for (const c of cases) {
+    const filter = buildEventFilter(c.filter);
+    const offset = ((c.page ?? 1) - 1) * 50;
+    await measure(`list: ${c.name}`, `/events${c.query ? `?${c.query}` : ''}`, [
+      listSql(filter, '-timestamp', 50, offset),
+      countSql(filter),
+    ]);
+  }
+  console.log(`\nGET /events/stats (medians of ${SAMPLES})`);
+  for (const c of [cases[0], cases[8]]) {
+    const filter = buildEventFilter(c.filter);
+    await measure(`stats: ${c.name}`, `/events/stats${c.query ? `?${c.query}` : ''}`, [
+      statsGroupsSql(filter),
+      statsTimesSql(filter),
+    ]);
+  }
+
+  console.log('\nGET /events/export (all rows) vs COPY (same SELECT) TO STDOUT');
+  const copy = await exportViaCopy(url);
+  const api = await exportViaApi(instance, token);
+  const copyRate = copy.rows / copy.seconds;
+  const apiRate = api.rows / api.seconds;
+  const exportPass =
+    api.rows === EVENTS && apiRate / copyRate >= EXPORT_RATE_TARGET && api.rssGrowthMb < RSS_TARGET_MB;
+  console.log(`  COPY   ${copy.rows} rows in ${copy.seconds.toFixed(2)} s = ${Math.round(copyRate)} rows/s`);
+  console.log(
+    `  API    ${api.rows} rows in ${api.seconds.toFixed(2)} s = ${Math.round(apiRate)} rows/s; ratio ${(apiRate / copyRate).toFixed(2)} (target ≥ ${EXPORT_RATE_TARGET}); peak RSS growth ${api.rssGrowthMb.toFixed(1)} MB (target < ${RSS_TARGET_MB})  ${exportPass ? 'PASS' : 'FAIL'}`,
+  );
+
+  const failed = results.filter((r) => !r.pass).length + (exportPass ? 0 : 1);
+  console.log(
+    `\nSummary (${Math.round((Date.now() - started) / 1000)} s): ${results.length + 1 - failed}/${results.length + 1} targets met`,
+  );
+  expectStatus('sanity', { status: 200, headers: new Headers(), body: null }, 200);
+  return 0;
+}
+
+runBenchmark('bench:events', main);

@@ -1,0 +1,282 @@
+import { Injectable } from '@nestjs/common';
+import { readFile } from 'node:fs/promises';
+import { pipeline, Readable } from 'node:stream';
+import { AppError, NotFoundError, ValidationFailedError } from '../../common/errors/app-errors';
+import { MIB } from '../../common/http/request-pipeline';
+import { ImageStore } from '../../common/storage/image-store';
+import { DomainEventBus } from '../realtime/domain-event-bus';
+import {
+  CreateEventDto,
+  EventFilterQueryDto,
+  EventPageDto,
+  EventResponseDto,
+  EventStatsDto,
+  ExportEventsQueryDto,
+  ListEventsQueryDto,
+  toEventResponse,
+} from './dto/event.dto';
+import { DescriptionStatus, DETECTION_TYPES, DetectionType, EventSourceType } from './entities/event.entity';
+import { CsvEncoder } from './events-export';
+import { EventFilter, EventPatch, EventsRepository } from './events.repository';
+import { checkJpeg } from './jpeg';
+
+/** Largest event image (decoded). */
+export const MAX_IMAGE_BYTES = 10 * MIB;
+
+/** An event from any source: ingestion (POST /events) now; capture, Protect and AI later. */
+export interface RecordEventInput {
+  cameraId: string;
+  /** Default: now. */
+  timestamp?: Date;
+  detectionType: DetectionType;
+  objectsDetected?: string[];
+  /** 0..100 */
+  confidence?: number | null;
+  description?: string | null;
+  /** Default: `complete` with a description, else `pending` (an AI provider describes it later). */
+  descriptionStatus?: DescriptionStatus;
+  sourceType: EventSourceType;
+  protectEventId?: string | null;
+  /** A JPEG (already checked); stored under DATA_DIR/images with a name the service makes. */
+  image?: Buffer | null;
+  providerUsed?: string | null;
+  modelUsed?: string | null;
+  aiConfidence?: number | null;
+  tokensUsed?: number | null;
+  aiCostUsd?: number | null;
+  responseTimeMs?: number | null;
+}
+
+/** A change to an event (AI description, re-analysis, ...). `image` replaces the stored image. */
+export type EventUpdate = Omit<EventPatch, 'imageFile'> & { image?: Buffer };
+
+/** recordEvent was given a camera that does not exist (nothing was stored). */
+export class CameraNotFoundError extends NotFoundError {
+  constructor(readonly cameraId: string) {
+    super('Camera');
+  }
+}
+
+@Injectable()
+export class EventsService {
+  constructor(
+    private readonly events: EventsRepository,
+    private readonly images: ImageStore,
+    private readonly bus: DomainEventBus,
+  ) {}
+
+  async list(query: ListEventsQueryDto): Promise<EventPageDto> {
+    const page = query.page ?? 1;
+    const limit = query.limit ?? 50;
+    const { rows, total } = await this.events.list(
+      filterOf(query),
+      query.sort ?? '-timestamp',
+      limit,
+      (page - 1) * limit,
+    );
+    return { items: rows.map(toEventResponse), total, page, limit, pages: Math.ceil(total / limit) };
+  }
+
+  async get(id: string): Promise<EventResponseDto> {
+    const event = await this.events.findById(id);
+    if (!event) throw new NotFoundError('Event');
+    return toEventResponse(event);
+  }
+
+  async stats(query: EventFilterQueryDto): Promise<EventStatsDto> {
+    const { groups, times } = await this.events.stats(filterOf(query));
+    const byType = Object.fromEntries(DETECTION_TYPES.map((t) => [t, 0])) as Record<DetectionType, number>;
+    const stats: EventStatsDto = {
+      total: 0,
+      by_detection_type: byType,
+      by_camera: [],
+      by_hour: new Array<number>(24).fill(0),
+      by_day: [],
+      average_confidence: null,
+      first_event_at: null,
+      last_event_at: null,
+    };
+    for (const g of groups) {
+      if (g.grouping === 3) {
+        stats.total = g.n ?? 0;
+        stats.average_confidence = g.average_confidence;
+        stats.first_event_at = g.first_at ? g.first_at.toISOString() : null;
+        stats.last_event_at = g.last_at ? g.last_at.toISOString() : null;
+      } else if (g.grouping === 1 && g.detection_type) {
+        byType[g.detection_type] = g.n;
+      } else if (g.grouping === 2 && g.camera_id) {
+        stats.by_camera.push({ camera_id: g.camera_id, camera_name: g.camera_name ?? '', count: g.n });
+      }
+    }
+    stats.by_camera.sort((a, b) => b.count - a.count || a.camera_name.localeCompare(b.camera_name));
+    for (const t of times) {
+      if (t.by_day === 1 && t.day) stats.by_day.push({ date: t.day, count: t.n });
+      else if (t.hour !== null) stats.by_hour[t.hour] = t.n;
+    }
+    stats.by_day.sort((a, b) => (a.date < b.date ? -1 : a.date > b.date ? 1 : 0));
+    return stats;
+  }
+
+  /**
+   * The CSV export as a byte stream, read from a database cursor as the consumer reads (see
+   * EventsRepository.openExportCursor). Destroying the returned stream (client gone) closes the cursor and
+   * frees the connection.
+   */
+  async openExport(query: ExportEventsQueryDto): Promise<Readable> {
+    const rows = await this.events.openExportCursor(filterOf(query), query.sort ?? '-timestamp');
+    const csv = new CsvEncoder();
+    // A database error destroys `csv` with it, so the consumer (the HTTP response) sees and reports it.
+    pipeline(rows, csv, () => undefined);
+    return csv;
+  }
+
+  /** POST /events: external ingestion (source `api`). */
+  async ingest(dto: CreateEventDto): Promise<EventResponseDto> {
+    const image = dto.image_base64 == null ? null : decodeJpeg(dto.image_base64);
+    try {
+      return await this.recordEvent({
+        cameraId: dto.camera_id,
+        timestamp: dto.timestamp,
+        detectionType: dto.detection_type,
+        objectsDetected: dto.objects_detected,
+        confidence: dto.confidence,
+        description: dto.description,
+        sourceType: 'api',
+        image,
+      });
+    } catch (error) {
+      if (error instanceof CameraNotFoundError)
+        throw new ValidationFailedError([
+          { field: 'body.camera_id', message: 'camera_id does not name an existing camera' },
+        ]);
+      throw error;
+    }
+  }
+
+  /**
+   * The one way an event comes into being. Stores the image, inserts the event (and moves the camera's
+   * `last_event_at`) in one transaction, and after it commits publishes `event.created` with the record
+   * GET /events/{id} returns, which it also returns. Throws CameraNotFoundError for an unknown camera.
+   */
+  async recordEvent(input: RecordEventInput): Promise<EventResponseDto> {
+    const description = input.description ?? null;
+    const imageFile = input.image ? await this.images.save(input.image) : null;
+    let row;
+    try {
+      row = await this.events.insert({
+        cameraId: input.cameraId,
+        timestamp: input.timestamp ?? new Date(),
+        detectionType: input.detectionType,
+        objectsDetected: input.objectsDetected ?? [],
+        confidence: input.confidence ?? null,
+        description,
+        descriptionStatus: input.descriptionStatus ?? (description !== null ? 'complete' : 'pending'),
+        sourceType: input.sourceType,
+        protectEventId: input.protectEventId ?? null,
+        imageFile,
+        providerUsed: input.providerUsed ?? null,
+        modelUsed: input.modelUsed ?? null,
+        aiConfidence: input.aiConfidence ?? null,
+        tokensUsed: input.tokensUsed ?? null,
+        aiCostUsd: input.aiCostUsd ?? null,
+        responseTimeMs: input.responseTimeMs ?? null,
+      });
+    } catch (error) {
+      await this.images.remove([imageFile]);
+      throw error;
+    }
+    if (!row) {
+      await this.images.remove([imageFile]);
+      throw new CameraNotFoundError(input.cameraId);
+    }
+    const record = toEventResponse(row);
+    this.bus.publish('event.created', { ...record });
+    return record;
+  }
+
+  /**
+   * Changes an event (one statement) and after it commits publishes `event.updated` with the new record.
+   * A new `image` replaces the stored one (the old file is removed). NotFoundError for an unknown event.
+   */
+  async updateEvent(id: string, update: EventUpdate): Promise<EventResponseDto> {
+    const { image, ...columns } = update;
+    const newImageFile = image ? await this.images.save(image) : undefined;
+    const patch: EventPatch = newImageFile ? { ...columns, imageFile: newImageFile } : columns;
+    let result;
+    try {
+      result = await this.events.update(id, patch);
+    } catch (error) {
+      await this.images.remove([newImageFile]);
+      throw error;
+    }
+    if (!result) {
+      await this.images.remove([newImageFile]);
+      throw new NotFoundError('Event');
+    }
+    if (newImageFile && result.previousImageFile && result.previousImageFile !== newImageFile)
+      await this.images.remove([result.previousImageFile]);
+    const record = toEventResponse(result.event);
+    if (Object.values(patch).some((v) => v !== undefined)) this.bus.publish('event.updated', { ...record });
+    return record;
+  }
+
+  /** Deletes an event and its image; publishes `event.deleted`. */
+  async delete(id: string): Promise<void> {
+    const deleted = await this.events.delete(id);
+    if (!deleted) throw new NotFoundError('Event');
+    await this.images.remove([deleted.imageFile]);
+    this.bus.publish('event.deleted', { id, camera_id: deleted.cameraId });
+  }
+
+  /** The stored JPEG of an event. */
+  async thumbnail(id: string): Promise<Buffer> {
+    const event = await this.events.findImage(id);
+    if (!event) throw new NotFoundError('Event');
+    if (!event.imageFile) throw new NotFoundError('Thumbnail');
+    try {
+      return await readFile(this.images.path(event.imageFile));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new NotFoundError('Thumbnail');
+      throw error;
+    }
+  }
+}
+
+function filterOf(query: EventFilterQueryDto): EventFilter {
+  return {
+    cameraIds: query.camera_id,
+    detectionTypes: query.detection_type,
+    sourceTypes: query.source_type,
+    start: query.start_time,
+    end: query.end_time,
+    minConfidence: query.min_confidence,
+    q: query.q,
+  };
+}
+
+const imageError = (message: string) =>
+  new ValidationFailedError([{ field: 'body.image_base64', message: `image_base64 ${message}` }]);
+
+/**
+ * Decodes `image_base64` (optionally a `data:image/jpeg;base64,` URI, line breaks allowed) and checks it
+ * is a JPEG: 422 otherwise, 413 past 10 MiB.
+ */
+export function decodeJpeg(text: string): Buffer {
+  let data = text.trim();
+  const dataUri = /^data:([^;,]*)((?:;[^;,]*)*),/i.exec(data);
+  if (dataUri) {
+    if (!/;base64$/i.test(dataUri[2])) throw imageError('must be base64-encoded');
+    data = data.slice(dataUri[0].length);
+  }
+  data = data.replace(/\s+/g, '');
+  if (data.length === 0) throw imageError('must not be empty');
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(data) || data.length % 4 === 1)
+    throw imageError('must be base64-encoded');
+  const padding = data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0;
+  if (Math.floor((data.length * 3) / 4) - padding > MAX_IMAGE_BYTES)
+    throw new AppError(413, 'Image too large (limit 10 MiB)');
+  const jpeg = Buffer.from(data, 'base64');
+  const check = checkJpeg(jpeg);
+  if (!check.ok) throw imageError(check.reason);
+  return jpeg;
+}
