@@ -22,6 +22,7 @@ import { startEmbeddedPostgres } from '../src/database/embedded-postgres';
 import {
   buildEventFilter,
   countSql,
+  FEW_MATCHES,
   EventFilter,
   exportSql,
   listSql,
@@ -30,7 +31,6 @@ import {
 } from '../src/modules/events/events.repository';
 import {
   API,
-  expectStatus,
   intFromEnv,
   login,
   median,
@@ -135,12 +135,12 @@ async function timeApi(instance: Instance, token: string, path: string): Promise
   return times;
 }
 
-/** Runs the statements concurrently on pooled connections, as the service does. */
-async function timeSql(pool: Pool, statements: { text: string; values: unknown[] }[]): Promise<number[]> {
+/** Runs the steps one after another, each step's statements concurrently on pooled connections, as the service does. */
+async function timeSql(pool: Pool, steps: { text: string; values: unknown[] }[][]): Promise<number[]> {
   const times: number[] = [];
   for (let i = 0; i < SAMPLES + 2; i += 1) {
     const started = process.hrtime.bigint();
-    await Promise.all(statements.map((s) => pool.query(s.text, s.values)));
+    for (const statements of steps) await Promise.all(statements.map((s) => pool.query(s.text, s.values)));
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
     if (i >= 2) times.push(ms);
   }
@@ -244,7 +244,8 @@ async function main(): Promise<number> {
     },
     { name: 'min_confidence', query: 'min_confidence=90', filter: { minConfidence: 90 } },
     { name: 'source_type', query: 'source_type=protect', filter: { sourceTypes: ['protect'] } },
-    { name: 'q (two words)', query: 'q=dog%20garden', filter: { q: 'dog garden' } },
+    { name: 'q (two words never together)', query: 'q=dog%20garden', filter: { q: 'dog garden' } },
+    { name: 'q (one word, ~15% of events)', query: 'q=dog', filter: { q: 'dog' } },
     {
       name: 'camera_id + detection_type + time',
       query: `camera_id=${cams[0].id}&detection_type=person&start_time=${lo}&end_time=${hi}`,
@@ -255,9 +256,9 @@ async function main(): Promise<number> {
 
   type Row = { name: string; api: number; sql: number; ratio: number; pass: boolean };
   const results: Row[] = [];
-  const measure = async (name: string, path: string, statements: { text: string; values: unknown[] }[]) => {
+  const measure = async (name: string, path: string, steps: { text: string; values: unknown[] }[][]) => {
     const api = median(await timeApi(instance, token, path));
-    const sql = median(await timeSql(pool, statements));
+    const sql = median(await timeSql(pool, steps));
     const ratio = api / sql;
     const row = { name, api, sql, ratio, pass: ratio <= RATIO_TARGET && api < LATENCY_TARGET_MS };
     results.push(row);
@@ -270,17 +271,24 @@ async function main(): Promise<number> {
   for (const c of cases) {
     const filter = buildEventFilter(c.filter);
     const offset = ((c.page ?? 1) - 1) * 50;
-    await measure(`list: ${c.name}`, `/events${c.query ? `?${c.query}` : ''}`, [
-      listSql(filter, '-timestamp', 50, offset),
-      countSql(filter),
-    ]);
+    const path = `/events${c.query ? `?${c.query}` : ''}`;
+    if (c.filter.q === undefined) {
+      await measure(`list: ${c.name}`, path, [[listSql(filter, '-timestamp', 50, offset), countSql(filter)]]);
+      continue;
+    }
+    // Word search runs as the service does: the count, then the list that suits it (none when empty).
+    const { rows } = await pool.query<{ total: number }>(countSql(filter).text, countSql(filter).values);
+    const total = rows[0].total;
+    const steps = [[countSql(filter)]];
+    if (total > offset) steps.push([listSql(filter, '-timestamp', 50, offset, total <= FEW_MATCHES)]);
+    console.log(`  (q matches ${total} events)`);
+    await measure(`list: ${c.name}`, path, steps);
   }
   console.log(`\nGET /events/stats (medians of ${SAMPLES})`);
-  for (const c of [cases[0], cases[8]]) {
+  for (const c of [cases[0], cases.find((x) => x.name.startsWith('camera_id + '))!]) {
     const filter = buildEventFilter(c.filter);
     await measure(`stats: ${c.name}`, `/events/stats${c.query ? `?${c.query}` : ''}`, [
-      statsGroupsSql(filter),
-      statsTimesSql(filter),
+      [statsGroupsSql(filter), statsTimesSql(filter)],
     ]);
   }
 
@@ -300,7 +308,6 @@ async function main(): Promise<number> {
   console.log(
     `\nSummary (${Math.round((Date.now() - started) / 1000)} s): ${results.length + 1 - failed}/${results.length + 1} targets met`,
   );
-  expectStatus('sanity', { status: 200, headers: new Headers(), body: null }, 200);
   return 0;
 }
 

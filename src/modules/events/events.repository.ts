@@ -148,15 +148,32 @@ export interface SqlStatement {
   values: unknown[];
 }
 
-/** GET /events items: one page with camera names (one join, no N+1). */
-export function listSql(filter: SqlFilter, sort: EventSort, limit: number, offset: number): SqlStatement {
+/**
+ * A word search (`q`) matching at most this many events lists them from the GIN index's matches
+ * (`fewMatches`) instead of walking the timestamp index.
+ */
+export const FEW_MATCHES = 20_000;
+
+/**
+ * GET /events items: one page with camera names (one join, no N+1). With `fewMatches`, the matching ids
+ * are collected first (bitmap scan of the indexes) and only they are sorted: the planner assumes the words
+ * of `q` are independent, so for words that rarely occur together it would otherwise walk the timestamp
+ * index through every event looking for 50 matches that do not exist.
+ */
+export function listSql(
+  filter: SqlFilter,
+  sort: EventSort,
+  limit: number,
+  offset: number,
+  fewMatches = false,
+): SqlStatement {
   const n = filter.params.length;
-  return {
-    text:
-      `SELECT ${recordColumns('e', 'c')} FROM events e JOIN cameras c ON c.id = e.camera_id ${filter.where} ` +
-      `${orderBy(sort)} LIMIT $${n + 1} OFFSET $${n + 2}`,
-    values: [...filter.params, limit, offset],
-  };
+  const page = `${orderBy(sort)} LIMIT $${n + 1} OFFSET $${n + 2}`;
+  const text = fewMatches
+    ? `WITH m AS MATERIALIZED (SELECT e.id FROM events e ${filter.where}) ` +
+      `SELECT ${recordColumns('e', 'c')} FROM m JOIN events e ON e.id = m.id JOIN cameras c ON c.id = e.camera_id ${page}`
+    : `SELECT ${recordColumns('e', 'c')} FROM events e JOIN cameras c ON c.id = e.camera_id ${filter.where} ${page}`;
+  return { text, values: [...filter.params, limit, offset] };
 }
 
 /** GET /events total. */
@@ -302,8 +319,15 @@ export class EventsRepository {
     offset: number,
   ): Promise<{ rows: EventWithCamera[]; total: number }> {
     const sql = buildEventFilter(filter);
-    const list = listSql(sql, sort, limit, offset);
     const count = countSql(sql);
+    if (filter.q !== undefined) {
+      // Word search: count first (fast through the GIN index), then list the way that suits the count.
+      const total = (await this.dataSource.query<{ total: number }[]>(count.text, count.values))[0].total;
+      if (total === 0 || offset >= total) return { rows: [], total };
+      const list = listSql(sql, sort, limit, offset, total <= FEW_MATCHES);
+      return { rows: await this.dataSource.query<EventWithCamera[]>(list.text, list.values), total };
+    }
+    const list = listSql(sql, sort, limit, offset);
     const [rows, totals] = await Promise.all([
       this.dataSource.query<EventWithCamera[]>(list.text, list.values),
       this.dataSource.query<{ total: number }[]>(count.text, count.values),
