@@ -13,7 +13,7 @@
  * The database: a scratch database on DATABASE_URL's server when set, else an embedded PostgreSQL started
  * by this benchmark; the service runs as a child process on it.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Pool } from 'pg';
@@ -199,7 +199,6 @@ async function main(): Promise<number> {
   let url = database.url;
   if (!url) {
     const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-pg-'));
-    const { chmodSync } = await import('node:fs');
     chmodSync(dir, 0o755);
     const embedded = await startEmbeddedPostgres(dir, (m) => console.error(`  [pg] ${m}`), 'vigil_bench');
     onCleanup('stop embedded PostgreSQL', async () => {

@@ -10,3 +10,8 @@ export function toBoolean({ value }: { value: unknown }): unknown {
 export function trimString({ value }: { value: unknown }): unknown {
   return typeof value === 'string' ? value.trim() : value;
 }
+
+/** A nullable datetime as the API writes it: ISO 8601 UTC with `Z`, or null (decisions.md §1). */
+export function isoOrNull(date: Date | null): string | null {
+  return date ? date.toISOString() : null;
+}

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { isoOrNull } from '../../common/http/transforms';
 import { readFile } from 'node:fs/promises';
 import { pipeline, Readable } from 'node:stream';
 import { AppError, NotFoundError, ValidationFailedError } from '../../common/errors/app-errors';
@@ -100,8 +101,8 @@ export class EventsService {
       if (g.grouping === 3) {
         stats.total = g.n ?? 0;
         stats.average_confidence = g.average_confidence;
-        stats.first_event_at = g.first_at ? g.first_at.toISOString() : null;
-        stats.last_event_at = g.last_at ? g.last_at.toISOString() : null;
+        stats.first_event_at = isoOrNull(g.first_at);
+        stats.last_event_at = isoOrNull(g.last_at);
       } else if (g.grouping === 1 && g.detection_type) {
         byType[g.detection_type] = g.n;
       } else if (g.grouping === 2 && g.camera_id) {

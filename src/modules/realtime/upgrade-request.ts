@@ -1,3 +1,4 @@
+import cookieParser from 'cookie-parser';
 import type { Express, Request } from 'express';
 import { type IncomingHttpHeaders, type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -10,21 +11,13 @@ import type { RateLimitState } from '../../common/rate-limit/rate-limit-headers'
  * the AuthGuard can authenticate, and refusing it with a real HTTP response.
  */
 
-/** Reads one cookie from a raw Cookie header (what cookie-parser would have put in `req.cookies`). */
-export function readCookie(header: string | undefined, name: string): string | undefined {
-  if (!header) return undefined;
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq < 0 || part.slice(0, eq).trim() !== name) continue;
-    let value = part.slice(eq + 1).trim();
-    if (value.startsWith('"') && value.endsWith('"') && value.length >= 2) value = value.slice(1, -1);
-    try {
-      return decodeURIComponent(value);
-    } catch {
-      return value;
-    }
-  }
-  return undefined;
+const parseCookies = cookieParser();
+
+/** The cookies of a raw request, parsed exactly as the REST pipeline's cookie-parser does. */
+function cookiesOf(req: IncomingMessage): Record<string, string> {
+  const holder = { headers: req.headers } as unknown as Request;
+  parseCookies(holder, {} as never, () => undefined);
+  return (holder.cookies ?? {}) as Record<string, string>;
 }
 
 /**
@@ -48,7 +41,7 @@ export function upgradeHeaders(req: IncomingMessage, query: URLSearchParams): In
  * credentials, so the connection can be authenticated again later (when its user changes).
  */
 export function authRequestOf(req: IncomingMessage, query: URLSearchParams, app: Express): Request {
-  const cookie = readCookie(req.headers.cookie, ACCESS_TOKEN_COOKIE);
+  const cookie = cookiesOf(req)[ACCESS_TOKEN_COOKIE];
   return Object.create(app.request, {
     app: { value: app },
     method: { value: req.method },

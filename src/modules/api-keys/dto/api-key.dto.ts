@@ -16,7 +16,7 @@ import {
   Min,
   MinDate,
 } from 'class-validator';
-import { toBoolean, trimString } from '../../../common/http/transforms';
+import { isoOrNull, toBoolean, trimString } from '../../../common/http/transforms';
 import { API_KEY_SCOPES, ApiKeyEntity, Scope } from '../entities/api-key.entity';
 
 export class CreateApiKeyDto {
@@ -184,8 +184,6 @@ export class ApiKeyUsageDto {
   rate_limit_per_minute: number;
 }
 
-const iso = (date: Date | null): string | null => (date ? date.toISOString() : null);
-
 export function toApiKeyResponse(key: ApiKeyEntity): ApiKeyResponseDto {
   return {
     id: key.id,
@@ -193,8 +191,8 @@ export function toApiKeyResponse(key: ApiKeyEntity): ApiKeyResponseDto {
     prefix: key.prefix,
     scopes: key.scopes,
     is_active: key.isActive,
-    expires_at: iso(key.expiresAt),
-    last_used_at: iso(key.lastUsedAt),
+    expires_at: isoOrNull(key.expiresAt),
+    last_used_at: isoOrNull(key.lastUsedAt),
     usage_count: key.usageCount,
     rate_limit_per_minute: key.rateLimitPerMinute,
     created_at: key.createdAt.toISOString(),
@@ -208,7 +206,7 @@ export function toApiKeyCreated(key: ApiKeyEntity, fullKey: string): ApiKeyCreat
     key: fullKey,
     prefix: key.prefix,
     scopes: key.scopes,
-    expires_at: iso(key.expiresAt),
+    expires_at: isoOrNull(key.expiresAt),
     rate_limit_per_minute: key.rateLimitPerMinute,
     created_at: key.createdAt.toISOString(),
   };
@@ -220,7 +218,7 @@ export function toApiKeyUsage(key: ApiKeyEntity): ApiKeyUsageDto {
     name: key.name,
     prefix: key.prefix,
     usage_count: key.usageCount,
-    last_used_at: iso(key.lastUsedAt),
+    last_used_at: isoOrNull(key.lastUsedAt),
     last_used_ip: key.lastUsedIp,
     rate_limit_per_minute: key.rateLimitPerMinute,
   };

@@ -24,7 +24,7 @@ import {
   ValidatorConstraint,
   ValidatorConstraintInterface,
 } from 'class-validator';
-import { trimString } from '../../../common/http/transforms';
+import { isoOrNull, trimString } from '../../../common/http/transforms';
 import { DETECTION_TYPES, type DetectionType } from '../../events/entities/event.entity';
 import { USB_DEVICE_PATTERN } from '../camera-source';
 import {
@@ -453,8 +453,6 @@ export class CameraResponseDto {
   updated_at: string;
 }
 
-const iso = (date: Date | null): string | null => (date ? date.toISOString() : null);
-
 /** The camera as the API returns it: never the password, only whether one is stored. */
 export function toCameraResponse(camera: CameraEntity): CameraResponseDto {
   return {
@@ -480,8 +478,8 @@ export function toCameraResponse(camera: CameraEntity): CameraResponseDto {
     })),
     detection_types: [...camera.detectionTypes],
     prompt_override: camera.promptOverride,
-    last_frame_at: iso(camera.lastFrameAt),
-    last_event_at: iso(camera.lastEventAt),
+    last_frame_at: isoOrNull(camera.lastFrameAt),
+    last_event_at: isoOrNull(camera.lastEventAt),
     created_at: camera.createdAt.toISOString(),
     updated_at: camera.updatedAt.toISOString(),
   };

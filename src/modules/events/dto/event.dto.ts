@@ -20,7 +20,7 @@ import {
   ValidationArguments,
   ValidationOptions,
 } from 'class-validator';
-import { trimString } from '../../../common/http/transforms';
+import { isoOrNull, trimString } from '../../../common/http/transforms';
 import {
   DESCRIPTION_STATUSES,
   DETECTION_TYPES,
@@ -500,8 +500,6 @@ export type EventWithCamera = Omit<EventEntity, 'camera' | 'aiCostUsd'> & {
 
 export const thumbnailUrl = (eventId: string): string => `/api/v1/events/${eventId}/thumbnail`;
 
-const iso = (date: Date | null): string | null => (date ? date.toISOString() : null);
-
 /** The event record (GET /events/{id}, the list items and the `event.*` WebSocket payloads). */
 export function toEventResponse(event: EventWithCamera): EventResponseDto {
   return {
@@ -524,7 +522,7 @@ export function toEventResponse(event: EventWithCamera): EventResponseDto {
     ai_cost_usd: event.aiCostUsd === null ? null : Number(event.aiCostUsd),
     response_time_ms: event.responseTimeMs,
     reanalysis_count: event.reanalysisCount,
-    reanalysed_at: iso(event.reanalysedAt),
+    reanalysed_at: isoOrNull(event.reanalysedAt),
     created_at: event.createdAt.toISOString(),
   };
 }

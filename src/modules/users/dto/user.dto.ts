@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsIn, IsString, Length, Matches, Validate, ValidateIf } from 'class-validator';
-import { trimString } from '../../../common/http/transforms';
+import { isoOrNull, trimString } from '../../../common/http/transforms';
 import { PasswordBytesConstraint } from '../../../common/http/password.constraint';
 import { USER_ROLES, UserEntity, UserRole } from '../entities/user.entity';
 
@@ -79,7 +79,7 @@ export function toUserResponse(user: UserEntity): UserResponseDto {
     username: user.username,
     role: user.role,
     is_active: user.isActive,
-    last_login_at: user.lastLoginAt ? user.lastLoginAt.toISOString() : null,
+    last_login_at: isoOrNull(user.lastLoginAt),
     created_at: user.createdAt.toISOString(),
     updated_at: user.updatedAt.toISOString(),
   };
