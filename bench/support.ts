@@ -8,7 +8,7 @@ import { chmodSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import Redis from 'ioredis';
-import { Client } from 'pg';
+import { adminQuery, databaseUrl } from '../src/database/server-admin';
 
 const ROOT = resolve(__dirname, '..', '..');
 const MAIN = join(ROOT, 'dist', 'src', 'main.js');
@@ -262,30 +262,19 @@ export interface Database {
   description: string;
 }
 
-export async function adminQuery(serverUrl: string, sql: string): Promise<void> {
-  const url = new URL(serverUrl);
-  url.pathname = '/postgres';
-  const client = new Client({ connectionString: url.toString() });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 export async function prepareDatabase(): Promise<Database> {
   const serverUrl = process.env.DATABASE_URL?.trim();
   if (!serverUrl) return { url: undefined, description: 'embedded PostgreSQL (DATABASE_URL unset)' };
   const name = `vigil_bench_${process.pid}`;
   await adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   await adminQuery(serverUrl, `CREATE DATABASE ${name}`);
-  onCleanup(`drop database ${name}`, () =>
-    adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
-  );
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), description: `scratch database ${name} on DATABASE_URL's server` };
+  onCleanup(`drop database ${name}`, async () => {
+    await adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  });
+  return {
+    url: databaseUrl(serverUrl, name),
+    description: `scratch database ${name} on DATABASE_URL's server`,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -1,9 +1,11 @@
-// Shared by the migration script and the test set-up: a PostgreSQL server to work on.
+// For the migration script: a PostgreSQL server to work on.
 // Uses DATABASE_URL's server when set, else starts an embedded PostgreSQL in a temporary folder.
-const { Client } = require('pg');
 const { chmodSync, mkdtempSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
+
+// From dist/, which migration.js builds before it calls these.
+const serverAdmin = () => require('../dist/src/database/server-admin');
 
 async function withServer(fn) {
   if (process.env.DATABASE_URL) return fn(process.env.DATABASE_URL);
@@ -19,35 +21,18 @@ async function withServer(fn) {
   }
 }
 
-function withDatabase(serverUrl, name) {
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
-async function admin(serverUrl, sql) {
-  const url = new URL(serverUrl);
-  url.pathname = '/postgres';
-  const client = new Client({ connectionString: url.toString() });
-  await client.connect();
-  try {
-    return await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 /** Runs fn(url) against a new, empty database that is dropped afterwards. */
 async function withScratchDatabase(fn) {
   return withServer(async (serverUrl) => {
+    const { adminQuery, databaseUrl } = serverAdmin();
     const name = `vigil_scratch_${process.pid}_${Date.now()}`;
-    await admin(serverUrl, `CREATE DATABASE ${name}`);
+    await adminQuery(serverUrl, `CREATE DATABASE ${name}`);
     try {
-      return await fn(withDatabase(serverUrl, name));
+      return await fn(databaseUrl(serverUrl, name));
     } finally {
-      await admin(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     }
   });
 }
 
-module.exports = { withServer, withScratchDatabase, withDatabase, admin };
+module.exports = { withServer, withScratchDatabase };
