@@ -1,17 +1,22 @@
 import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
 import Redis from 'ioredis';
 import { DataSource } from 'typeorm';
 import { dataSourceOptions } from '../../src/database/data-source';
 import { startEmbeddedPostgres } from '../../src/database/embedded-postgres';
 import { adminQuery, databaseUrl } from './database';
+import { TEST_RUN_VARIABLE } from './processes';
 
 /**
  * Once per `npm test`: picks the PostgreSQL server (DATABASE_URL's, else an embedded one in a temporary
  * folder), migrates a template database once, and hands both to the test files, which clone the template.
  */
 export default async function globalSetup(): Promise<void> {
+  // Marks every process this run starts (workers, their ffmpeg and fake cameras), so the teardown can check
+  // that none of them outlived the suite without touching anyone else's.
+  process.env[TEST_RUN_VARIABLE] = `${process.pid}-${Date.now()}`;
   let serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
     const dir = mkdtempSync(join(tmpdir(), 'vigil-test-pg-'));
@@ -29,6 +34,7 @@ export default async function globalSetup(): Promise<void> {
   await dataSource.destroy();
   process.env.VIGIL_TEST_SERVER_URL = serverUrl;
   await probeRedis();
+  probeMedia();
   process.env.VIGIL_TEST_TEMPLATE = template;
 }
 
@@ -58,4 +64,37 @@ async function probeRedis(): Promise<void> {
   } finally {
     redis.disconnect();
   }
+}
+
+/**
+ * Live-capture tests need Debian's ffmpeg and GStreamer's RTSP server (Python GI), which `.ci/run` installs.
+ * Where they are missing (a fresh machine), those tests are skipped with a notice; in CI they are required.
+ */
+function probeMedia(): void {
+  const missing: string[] = [];
+  try {
+    execFileSync('ffmpeg', ['-hide_banner', '-version'], { stdio: 'ignore' });
+  } catch {
+    missing.push('ffmpeg');
+  }
+  try {
+    execFileSync(
+      '/usr/bin/python3',
+      [
+        '-c',
+        "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer",
+      ],
+      { stdio: 'ignore' },
+    );
+  } catch {
+    missing.push('GStreamer RTSP server (python3-gi, gir1.2-gst-rtsp-server-1.0)');
+  }
+  if (missing.length === 0) {
+    process.env.VIGIL_TEST_MEDIA = '1';
+    return;
+  }
+  if (process.env.CI) throw new Error(`The live-capture tests need ${missing.join(' and ')} in CI`);
+  process.stderr.write(
+    `\n${missing.join(' and ')} not installed: the live-capture tests are skipped (see .ci/run for the packages).\n`,
+  );
 }

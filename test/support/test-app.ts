@@ -11,6 +11,7 @@ import { JsonLogger } from '../../src/common/logging/json-logger';
 import { AppConfig, loadConfig } from '../../src/config/config';
 import { adminQuery, databaseUrl, templateDatabase, testServerUrl } from './database';
 import { ContractChecker } from './contract';
+import { childProcessIds } from './processes';
 
 export const ADMIN_PASSWORD = 'admin-password-123';
 
@@ -61,6 +62,8 @@ export interface TestApp {
   /** Creates an API key through the API and returns the full key and its id. */
   createApiKey(body: Record<string, unknown>): Promise<{ key: string; id: string }>;
   sql<T = Record<string, unknown>>(query: string, params?: unknown[]): Promise<T[]>;
+  /** Shuts the app down like SIGTERM would, keeping its database (for restart tests); close() still cleans up. */
+  stopApp(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -104,6 +107,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const document = (await docRequest.expect(200)).body;
   const http = new TestClient(baseUrl, new ContractChecker(document), ca);
 
+  let appStopped = false;
   const testApp: TestApp = {
     app,
     config,
@@ -131,8 +135,19 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       const ds = app.get(DataSource);
       return ds.query(query, params);
     },
-    async close() {
+    async stopApp() {
+      if (appStopped) return;
+      appStopped = true;
       await app.close();
+    },
+    async close() {
+      await testApp.stopApp();
+      // Capture must end its ffmpeg children before the app has closed: none may outlive it.
+      const left = childProcessIds('ffmpeg');
+      if (left.length > 0) {
+        for (const pid of left) process.kill(pid, 'SIGKILL');
+        throw new Error(`ffmpeg processes outlived the app: ${left.join(', ')}`);
+      }
       if (ownsDatabase) await adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`);
       rmSync(dataDir, { recursive: true, force: true });
     },
