@@ -1,10 +1,28 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
-import { ApiParam, ApiTags } from '@nestjs/swagger';
-import { RequireScope } from '../../common/auth/access.decorators';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Param,
+  Post,
+  Put,
+  Res,
+  StreamableFile,
+} from '@nestjs/common';
+import { ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { RATE_LIMIT_HEADERS, RequireScope } from '../../common/auth/access.decorators';
 import { ApiOp, ApiSuccess } from '../../common/http/api-docs.decorators';
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 import { CamerasService } from './cameras.service';
-import { CameraResponseDto, CreateCameraDto, UpdateCameraDto } from './dto/camera.dto';
+import {
+  CameraResponseDto,
+  CameraTestResponseDto,
+  CreateCameraDto,
+  TestCameraDto,
+  UpdateCameraDto,
+} from './dto/camera.dto';
 
 const CAMERA_ID = new UuidParamPipe('Camera');
 const CameraIdParam = () => ApiParam({ name: 'id', format: 'uuid', description: 'The camera id.' });
@@ -38,6 +56,23 @@ export class CamerasController {
     return this.cameras.create(dto);
   }
 
+  @Post('test')
+  @RequireScope('write:cameras')
+  @HttpCode(200)
+  @ApiOp({
+    summary: 'Test a camera connection',
+    description:
+      'Connects to the stream, reads its format and decodes one frame; saves nothing. Answers within 15 s. A ' +
+      'camera that cannot be reached is still a 200, with `success: false` and a precise `message` ' +
+      '(authentication failed, timed out, connection refused, not a video stream, stream or device not found). ' +
+      'At most 4 tests run at once (429 beyond).',
+    errors: [400, 413, 415, 422],
+  })
+  @ApiSuccess({ type: CameraTestResponseDto, description: 'The outcome of the test.' })
+  testCamera(@Body() dto: TestCameraDto): Promise<CameraTestResponseDto> {
+    return this.cameras.test(dto);
+  }
+
   @Get(':id')
   @RequireScope('read:cameras')
   @CameraIdParam()
@@ -61,6 +96,66 @@ export class CamerasController {
   @ApiSuccess({ type: CameraResponseDto, description: 'The updated camera.' })
   updateCamera(@Param('id', CAMERA_ID) id: string, @Body() dto: UpdateCameraDto): Promise<CameraResponseDto> {
     return this.cameras.update(id, dto);
+  }
+
+  @Post(':id/start')
+  @RequireScope('write:cameras')
+  @CameraIdParam()
+  @HttpCode(200)
+  @ApiOp({
+    summary: 'Start a camera',
+    description:
+      'Sets `enabled` and starts capture (idempotent). The camera goes `starting`, then `running` at its first ' +
+      'frame; enabled cameras resume after a service restart. Protect cameras are only marked enabled here.',
+    errors: [404],
+  })
+  @ApiSuccess({ type: CameraResponseDto, description: 'The camera, with the status it reached.' })
+  startCamera(@Param('id', CAMERA_ID) id: string): Promise<CameraResponseDto> {
+    return this.cameras.start(id);
+  }
+
+  @Post(':id/stop')
+  @RequireScope('write:cameras')
+  @CameraIdParam()
+  @HttpCode(200)
+  @ApiOp({
+    summary: 'Stop a camera',
+    description:
+      'Clears `enabled` and ends capture (idempotent); answers once the capture process has ended.',
+    errors: [404],
+  })
+  @ApiSuccess({ type: CameraResponseDto, description: 'The stopped camera.' })
+  stopCamera(@Param('id', CAMERA_ID) id: string): Promise<CameraResponseDto> {
+    return this.cameras.stop(id);
+  }
+
+  @Get(':id/snapshot')
+  @RequireScope('read:cameras')
+  @CameraIdParam()
+  @ApiOp({
+    summary: "Get a camera's current picture",
+    description: 'The latest frame as JPEG (at most 1280 pixels wide). 409 when the camera is not running.',
+    errors: [404, 409],
+  })
+  @ApiResponse({
+    status: 200,
+    description: 'The JPEG image.',
+    content: { 'image/jpeg': { schema: { type: 'string', format: 'binary' } } },
+    headers: {
+      ...RATE_LIMIT_HEADERS,
+      'Cache-Control': {
+        description: '`no-store`: every request gets the current picture.',
+        schema: { type: 'string' },
+      },
+    },
+  })
+  async getCameraSnapshot(
+    @Param('id', CAMERA_ID) id: string,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<StreamableFile> {
+    const jpeg = await this.cameras.snapshot(id);
+    res.setHeader('Cache-Control', 'no-store');
+    return new StreamableFile(jpeg, { type: 'image/jpeg' });
   }
 
   @Delete(':id')

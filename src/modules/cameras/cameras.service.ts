@@ -7,10 +7,13 @@ import { ImageStore } from '../../common/storage/image-store';
 import { DETECTION_TYPES } from '../events/entities/event.entity';
 import { DomainEventBus } from '../realtime/domain-event-bus';
 import { CameraSource, mergeCameraSource, validateCameraSource } from './camera-source';
+import { CaptureService } from './capture/capture.service';
+import { CameraTestResult } from './capture/ffmpeg';
 import {
   CameraResponseDto,
   CreateCameraDto,
   DetectionZoneInputDto,
+  TestCameraDto,
   toCameraResponse,
   UpdateCameraDto,
 } from './dto/camera.dto';
@@ -36,6 +39,7 @@ export class CamerasService {
     private readonly secrets: SecretBox,
     private readonly images: ImageStore,
     private readonly bus: DomainEventBus,
+    private readonly capture: CaptureService,
   ) {}
 
   /** Every camera, by name (case-insensitive). */
@@ -94,9 +98,8 @@ export class CamerasService {
       const { id } = await manager.save(camera);
       return manager.findOneOrFail(CameraEntity, { where: { id } });
     });
-    const record = toCameraResponse(saved);
-    this.bus.publish('camera.updated', { ...record });
-    return record;
+    this.bus.publish('camera.updated', { ...toCameraResponse(saved) });
+    return this.afterChange(saved.id);
   }
 
   /** Partial update; the merged camera must be valid for its source type. */
@@ -137,9 +140,62 @@ export class CamerasService {
       await manager.save(camera);
       return manager.findOneOrFail(CameraEntity, { where: { id } });
     });
-    const record = toCameraResponse(saved);
-    this.bus.publish('camera.updated', { ...record });
-    return record;
+    this.bus.publish('camera.updated', { ...toCameraResponse(saved) });
+    return this.afterChange(id);
+  }
+
+  /** Start: `enabled = true` and capture begins (idempotent). The response shows the status it reached. */
+  start(id: string): Promise<CameraResponseDto> {
+    return this.setEnabled(id, true);
+  }
+
+  /** Stop: `enabled = false`; resolves once the capture process has ended (idempotent). */
+  stop(id: string): Promise<CameraResponseDto> {
+    return this.setEnabled(id, false);
+  }
+
+  /** The current JPEG of a running camera (409 otherwise). */
+  snapshot(id: string): Promise<Buffer> {
+    return this.capture.snapshot(id);
+  }
+
+  /** Tries a connection without saving anything. */
+  test(dto: TestCameraDto): Promise<CameraTestResult> {
+    assertValidSource({
+      source_type: dto.source_type,
+      url: dto.url ?? null,
+      username: dto.username ?? null,
+      has_password: dto.password != null,
+      device: dto.device ?? null,
+      protect_controller_id: null,
+      protect_camera_id: null,
+    });
+    return this.capture.test({
+      sourceType: dto.source_type,
+      url: dto.url ?? null,
+      username: dto.username ?? null,
+      password: dto.password ?? null,
+      device: dto.device ?? null,
+    });
+  }
+
+  private async setEnabled(id: string, enabled: boolean): Promise<CameraResponseDto> {
+    const result = await this.cameras
+      .createQueryBuilder()
+      .update(CameraEntity)
+      .set({ enabled, updatedAt: () => `CASE WHEN enabled = ${enabled} THEN updated_at ELSE now() END` })
+      .where('id = :id', { id })
+      .execute();
+    if (!result.affected) throw new NotFoundError('Camera');
+    const camera = await this.cameras.findOneOrFail({ where: { id } });
+    this.bus.publish('camera.updated', { ...toCameraResponse(camera) });
+    return this.afterChange(id);
+  }
+
+  /** Lets capture follow the change (start, restart, stop) before answering, then returns the camera as it is. */
+  private async afterChange(id: string): Promise<CameraResponseDto> {
+    await this.capture.reconcile(id);
+    return this.get(id);
   }
 
   /**
@@ -163,6 +219,7 @@ export class CamerasService {
       return { record: toCameraResponse(camera), imageFiles: rows.map((r) => r.image_file) };
     });
     this.bus.publish('camera.updated', { ...record, deleted: true });
+    await this.capture.reconcile(id);
     await this.removeImages(id, imageFiles);
   }
 

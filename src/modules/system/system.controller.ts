@@ -3,6 +3,8 @@ import { ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { Public, RequireScope } from '../../common/auth/access.decorators';
 import { ApiOp, ApiSuccess } from '../../common/http/api-docs.decorators';
+import { CaptureService } from '../cameras/capture/capture.service';
+import { CaptureResponseDto } from './dto/capture.dto';
 import { HealthResponseDto } from './dto/health.dto';
 import { SslStatusResponseDto } from './dto/ssl-status.dto';
 import { StorageResponseDto } from './dto/storage.dto';
@@ -17,6 +19,7 @@ export class SystemController {
     private readonly health: HealthService,
     private readonly storage: StorageService,
     private readonly ssl: SslStatusService,
+    private readonly capture: CaptureService,
   ) {}
 
   @Get('health')
@@ -58,5 +61,18 @@ export class SystemController {
   @ApiSuccess({ type: SslStatusResponseDto, description: 'The SSL configuration.' })
   getSslStatus(): Promise<SslStatusResponseDto> {
     return this.ssl.status();
+  }
+
+  @Get('capture')
+  @RequireScope('admin')
+  @ApiOp({
+    summary: 'Capture statistics',
+    description:
+      'The cameras this instance captures: status, ffmpeg process id, frames received, analysed and dropped, ' +
+      'restarts and motion events since capture started. With several instances, each reports its own cameras.',
+  })
+  @ApiSuccess({ type: CaptureResponseDto, description: 'Capture statistics of this instance.' })
+  getCaptureStats(): CaptureResponseDto {
+    return { cameras: this.capture.stats() };
   }
 }

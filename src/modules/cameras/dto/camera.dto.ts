@@ -213,7 +213,9 @@ const Fields = {
   enabled: () =>
     applyDecorators(
       ApiPropertyOptional({
-        description: 'Whether the camera should capture (stored; capture itself arrives with start/stop).',
+        description:
+          'Whether the camera captures (rtsp, mjpeg, usb): an enabled camera starts at once and resumes after a ' +
+          'service restart. The same as `POST /cameras/{id}/start` and `/stop`.',
         default: false,
         example: true,
       }),
@@ -483,4 +485,74 @@ export function toCameraResponse(camera: CameraEntity): CameraResponseDto {
     created_at: camera.createdAt.toISOString(),
     updated_at: camera.updatedAt.toISOString(),
   };
+}
+
+const TESTABLE_SOURCE_TYPES = ['rtsp', 'mjpeg', 'usb'] as const;
+
+/** POST /cameras/test: a connection to try; nothing is saved. */
+export class TestCameraDto {
+  @ApiProperty({
+    enum: TESTABLE_SOURCE_TYPES,
+    description:
+      'rtsp: `url` (rtsp/rtsps), mjpeg: `url` (http/https), both with optional `username`/`password`; usb: ' +
+      '`device`. Protect cameras are tested through their controller.',
+    example: 'rtsp',
+  })
+  @IsIn(TESTABLE_SOURCE_TYPES, {
+    message: `source_type must be one of: ${TESTABLE_SOURCE_TYPES.join(', ')} (Protect cameras are tested through their controller)`,
+  })
+  source_type: (typeof TESTABLE_SOURCE_TYPES)[number];
+
+  @Fields.url() url?: string | null;
+  @Fields.username() username?: string | null;
+  @Fields.password() password?: string | null;
+  @Fields.device() device?: string | null;
+}
+
+export class CameraTestResponseDto {
+  @ApiProperty({ description: 'Whether a video frame was received.', example: true })
+  success: boolean;
+
+  @ApiProperty({
+    description:
+      'What happened, precisely: e.g. "Connected", "Authentication failed: ...", "Connection timed out: ...", ' +
+      '"Connection refused by ...", "Not a video stream: ...".',
+    example: 'Connected: h264 640x360 at 15 fps',
+  })
+  message: string;
+
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: '`WIDTHxHEIGHT` of the stream.',
+    example: '640x360',
+  })
+  resolution: string | null;
+
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'Frames per second the stream announces.',
+    example: 15,
+  })
+  fps: number | null;
+
+  @ApiProperty({ type: String, nullable: true, description: 'Video codec (ffmpeg name).', example: 'h264' })
+  codec: string | null;
+
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'Milliseconds from connecting to the first decoded frame.',
+    example: 840,
+  })
+  latency_ms: number | null;
+
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'The first frame as a `data:image/jpeg;base64,` URI (at most 640 pixels wide).',
+    example: null,
+  })
+  thumbnail: string | null;
 }
