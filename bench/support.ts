@@ -2,9 +2,9 @@
  * What the benchmarks share: starting the built service as a child process (own DATA_DIR, a scratch
  * database or the embedded one), HTTP helpers, clean-up on exit and Ctrl-C, and the run wrapper.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import Redis from 'ioredis';
@@ -234,6 +234,12 @@ export function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
+/** The value at fraction `p` (0..1) of ascending `sorted` values (nearest rank); NaN when empty. */
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.max(0, Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1))];
+}
+
 export async function redisReachable(url: string): Promise<boolean> {
   const client = new Redis(url, {
     lazyConnect: true,
@@ -251,6 +257,63 @@ export async function redisReachable(url: string): Promise<boolean> {
   } finally {
     client.disconnect();
   }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Processes (Linux /proc): CPU time of a process and its children
+
+/** One process as /proc/<pid>/stat describes it; times in clock ticks (see `clockTicksPerSecond`). */
+export interface ProcessStat {
+  pid: number;
+  comm: string;
+  /** R, S, D, Z (zombie: exited, not yet reaped), ... */
+  state: string;
+  ppid: number;
+  /** User + system time of all its threads. */
+  cpu: number;
+  /** User + system time of its children that exited and were reaped (waited for). */
+  reapedChildrenCpu: number;
+}
+
+/** The process's figures, or null when it does not exist (any more). */
+export function processStat(pid: number): ProcessStat | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ')'.
+  const close = text.lastIndexOf(')');
+  const fields = text.slice(close + 2).split(' ');
+  // fields[0] is field 3 of proc(5): state; ppid 4, utime 14, stime 15, cutime 16, cstime 17.
+  return {
+    pid,
+    comm: text.slice(text.indexOf('(') + 1, close),
+    state: fields[0],
+    ppid: Number(fields[1]),
+    cpu: Number(fields[11]) + Number(fields[12]),
+    reapedChildrenCpu: Number(fields[13]) + Number(fields[14]),
+  };
+}
+
+/** Every process whose parent is `pid` (a scan of /proc, so nothing is missed). */
+export function childProcesses(pid: number): ProcessStat[] {
+  const children: ProcessStat[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = processStat(Number(entry));
+    if (stat?.ppid === pid) children.push(stat);
+  }
+  return children;
+}
+
+let ticksPerSecond: number | undefined;
+
+/** The unit of /proc CPU times (`getconf CLK_TCK`, 100 on Linux). */
+export function clockTicksPerSecond(): number {
+  ticksPerSecond ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  return ticksPerSecond;
 }
 
 // ---------------------------------------------------------------------------------------------------------
