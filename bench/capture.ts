@@ -43,7 +43,6 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import WebSocket from 'ws';
-import { startEmbeddedPostgres } from '../src/database/embedded-postgres';
 import { type CaptureStats, IO_TIMEOUT_MS } from '../src/modules/cameras/capture/camera-runner';
 import {
   ANALYSIS_FRAME_BYTES,
@@ -62,7 +61,7 @@ import {
   login,
   onCleanup,
   percentile,
-  prepareDatabase,
+  benchDatabase,
   processStat,
   type ProcessStat,
   runBenchmark,
@@ -734,17 +733,7 @@ async function main(): Promise<number> {
   chmodSync(workDir, 0o755); // as root, the embedded PostgreSQL runs as "postgres" and must reach it
   onCleanup(`remove ${workDir}`, async () => rmSync(workDir, { recursive: true, force: true }));
 
-  const database = await prepareDatabase();
-  let databaseUrl = database.url;
-  let description = database.description;
-  if (!databaseUrl) {
-    const embedded = await startEmbeddedPostgres(join(workDir, 'pg'), (m) =>
-      console.error(`  [postgres] ${m}`),
-    );
-    onCleanup('stop the embedded PostgreSQL', () => embedded.stop());
-    databaseUrl = embedded.url;
-    description = 'embedded PostgreSQL started by the benchmark (DATABASE_URL unset)';
-  }
+  const { url: databaseUrl, description } = await benchDatabase(workDir);
   console.log(
     `Vigil capture benchmark: ${description}; N = ${COUNTS.join(', ')} cameras of ${CAMERA.width}x${CAMERA.height} ` +
       `H.264 at ${CAMERA.fps} fps, analysed at ${ANALYSIS_FPS} fps, ${SECONDS} s windows; ` +

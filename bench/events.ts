@@ -18,7 +18,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Pool } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import { startEmbeddedPostgres } from '../src/database/embedded-postgres';
 import {
   buildEventFilter,
   countSql,
@@ -35,7 +34,7 @@ import {
   login,
   median,
   onCleanup,
-  prepareDatabase,
+  benchDatabase,
   runBenchmark,
   startInstance,
   type Instance,
@@ -195,19 +194,11 @@ async function exportViaCopy(url: string): Promise<{ rows: number; seconds: numb
 
 async function main(): Promise<number> {
   const started = Date.now();
-  let database = await prepareDatabase();
-  let url = database.url;
-  if (!url) {
-    const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-pg-'));
-    chmodSync(dir, 0o755);
-    const embedded = await startEmbeddedPostgres(dir, (m) => console.error(`  [pg] ${m}`), 'vigil_bench');
-    onCleanup('stop embedded PostgreSQL', async () => {
-      await embedded.stop();
-      rmSync(dir, { recursive: true, force: true });
-    });
-    url = embedded.url;
-    database = { url, description: 'embedded PostgreSQL started by the benchmark (DATABASE_URL unset)' };
-  }
+  const pgDir = mkdtempSync(join(tmpdir(), 'vigil-bench-pg-'));
+  chmodSync(pgDir, 0o755); // as root, the embedded PostgreSQL runs as "postgres" and must reach it
+  onCleanup(`remove ${pgDir}`, async () => rmSync(pgDir, { recursive: true, force: true }));
+  const database = await benchDatabase(pgDir);
+  const url = database.url;
   console.log(`Vigil events benchmark: ${database.description}`);
   const dataDir = mkdtempSync(join(tmpdir(), 'vigil-bench-events-'));
   onCleanup('remove data dir', async () => rmSync(dataDir, { recursive: true, force: true }));

@@ -8,6 +8,7 @@ import { chmodSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import Redis from 'ioredis';
+import { startEmbeddedPostgres } from '../src/database/embedded-postgres';
 import { adminQuery, databaseUrl } from '../src/database/server-admin';
 
 const ROOT = resolve(__dirname, '..', '..');
@@ -337,6 +338,24 @@ export async function prepareDatabase(): Promise<Database> {
   return {
     url: databaseUrl(serverUrl, name),
     description: `scratch database ${name} on DATABASE_URL's server`,
+  };
+}
+
+/**
+ * The database a benchmark's service runs on: a scratch database on DATABASE_URL's server, or (unset) an
+ * embedded PostgreSQL started under `workDir` (which must be reachable by the postgres user when run as root).
+ * Both are removed by the clean-up.
+ */
+export async function benchDatabase(workDir: string): Promise<{ url: string; description: string }> {
+  const database = await prepareDatabase();
+  if (database.url) return { url: database.url, description: database.description };
+  const embedded = await startEmbeddedPostgres(join(workDir, 'pg'), (m) =>
+    console.error(`  [postgres] ${m}`),
+  );
+  onCleanup('stop the embedded PostgreSQL', () => embedded.stop());
+  return {
+    url: embedded.url,
+    description: 'embedded PostgreSQL started by the benchmark (DATABASE_URL unset)',
   };
 }
 

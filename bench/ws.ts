@@ -29,7 +29,6 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import WebSocket, { WebSocketServer } from 'ws';
-import { startEmbeddedPostgres } from '../src/database/embedded-postgres';
 import {
   call,
   expectStatus,
@@ -37,7 +36,7 @@ import {
   intFromEnv,
   login,
   onCleanup,
-  prepareDatabase,
+  benchDatabase,
   runBenchmark,
   sleep,
   startInstance,
@@ -355,17 +354,7 @@ async function main(): Promise<number> {
   chmodSync(workDir, 0o755); // as root, the embedded PostgreSQL runs as "postgres" and must reach it
   onCleanup(`remove ${workDir}`, async () => rmSync(workDir, { recursive: true, force: true }));
 
-  const database = await prepareDatabase();
-  let databaseUrl = database.url;
-  let description = database.description;
-  if (!databaseUrl) {
-    const embedded = await startEmbeddedPostgres(join(workDir, 'pg'), (m) =>
-      console.error(`  [postgres] ${m}`),
-    );
-    onCleanup('stop the embedded PostgreSQL', () => embedded.stop());
-    databaseUrl = embedded.url;
-    description = 'embedded PostgreSQL started by the benchmark (DATABASE_URL unset)';
-  }
+  const { url: databaseUrl, description } = await benchDatabase(workDir);
   console.log(`Vigil WebSocket benchmark: ${description}; temp dir ${workDir}`);
 
   const service = await startInstance('vigil', join(workDir, 'data'), { DATABASE_URL: databaseUrl });

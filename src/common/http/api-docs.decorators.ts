@@ -55,3 +55,16 @@ export function ApiSuccess(options: {
     headers: { ...RATE_LIMIT_HEADERS },
   });
 }
+
+/** Documents a 200 answer that is a JPEG image, with its Cache-Control header. */
+export function ApiJpegResponse(cacheControl: string) {
+  return ApiResponse({
+    status: 200,
+    description: 'The JPEG image.',
+    content: { 'image/jpeg': { schema: { type: 'string', format: 'binary' } } },
+    headers: {
+      ...RATE_LIMIT_HEADERS,
+      'Cache-Control': { description: cacheControl, schema: { type: 'string' } },
+    },
+  });
+}

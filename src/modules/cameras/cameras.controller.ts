@@ -10,10 +10,10 @@ import {
   Res,
   StreamableFile,
 } from '@nestjs/common';
-import { ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiParam, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { RATE_LIMIT_HEADERS, RequireScope } from '../../common/auth/access.decorators';
-import { ApiOp, ApiSuccess } from '../../common/http/api-docs.decorators';
+import { RequireScope } from '../../common/auth/access.decorators';
+import { ApiJpegResponse, ApiOp, ApiSuccess } from '../../common/http/api-docs.decorators';
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 import { CamerasService } from './cameras.service';
 import {
@@ -137,18 +137,7 @@ export class CamerasController {
     description: 'The latest frame as JPEG (at most 1280 pixels wide). 409 when the camera is not running.',
     errors: [404, 409],
   })
-  @ApiResponse({
-    status: 200,
-    description: 'The JPEG image.',
-    content: { 'image/jpeg': { schema: { type: 'string', format: 'binary' } } },
-    headers: {
-      ...RATE_LIMIT_HEADERS,
-      'Cache-Control': {
-        description: '`no-store`: every request gets the current picture.',
-        schema: { type: 'string' },
-      },
-    },
-  })
+  @ApiJpegResponse('`no-store`: every request gets the current picture.')
   async getCameraSnapshot(
     @Param('id', CAMERA_ID) id: string,
     @Res({ passthrough: true }) res: Response,

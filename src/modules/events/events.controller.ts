@@ -16,7 +16,7 @@ import type { Response } from 'express';
 import { RATE_LIMIT_HEADERS, RequireScope } from '../../common/auth/access.decorators';
 import { toErrorBody } from '../../common/errors/http-error.filter';
 import { ErrorResponseDto } from '../../common/errors/error-response.dto';
-import { ApiOp, ApiSuccess } from '../../common/http/api-docs.decorators';
+import { ApiJpegResponse, ApiOp, ApiSuccess } from '../../common/http/api-docs.decorators';
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 import {
   CreateEventDto,
@@ -137,15 +137,7 @@ export class EventsController {
     description: 'The stored JPEG. 404 when the event has none.',
     errors: [404],
   })
-  @ApiResponse({
-    status: 200,
-    description: 'The JPEG image.',
-    content: { 'image/jpeg': { schema: { type: 'string', format: 'binary' } } },
-    headers: {
-      ...RATE_LIMIT_HEADERS,
-      'Cache-Control': { description: '`private, max-age=86400`', schema: { type: 'string' } },
-    },
-  })
+  @ApiJpegResponse('`private, max-age=86400`')
   async getEventThumbnail(
     @Param('id', EVENT_ID) id: string,
     @Res({ passthrough: true }) res: Response,
