@@ -210,6 +210,33 @@ describeWithMedia('live capture (e2e)', () => {
     await t.http.delete(`/api/v1/cameras/${camera.id}`).set('Authorization', admin).expect(204);
   });
 
+  it('restarts a stream that stalls (no frame for 10 s) and recovers when the camera answers again', async () => {
+    const cam = await FakeRtspCamera.start({ ...CAMERA_SIZE, pattern: 'still' });
+    const camera = await createCamera({ url: cam.url(), enabled: true });
+    await waitForStatus(camera.id, 'running');
+    const [pid] = childProcessIds('ffmpeg');
+
+    // A frozen camera: the connection stays open, but nothing arrives.
+    process.kill(cam.pid!, 'SIGSTOP');
+    try {
+      const stalled = await waitFor(
+        'the stall to be noticed',
+        async () => {
+          const c = await getCamera(camera.id);
+          return c.status !== 'running' ? c : undefined;
+        },
+        20_000,
+      );
+      expect(stalled.status).toBe('reconnecting');
+      expect(stalled.status_message).toMatch(/^No video for 10 s/);
+      expect(childProcessIds('ffmpeg')).not.toContain(pid);
+    } finally {
+      process.kill(cam.pid!, 'SIGCONT');
+    }
+    await waitForStatus(camera.id, 'running', 30_000);
+    await t.http.delete(`/api/v1/cameras/${camera.id}`).set('Authorization', admin).expect(204);
+  }, 60_000);
+
   it('restarts capture when the URL or frame rate changes, not for a new name', async () => {
     const first = await FakeRtspCamera.start({ ...CAMERA_SIZE, pattern: 'still' });
     const second = await FakeRtspCamera.start({ ...CAMERA_SIZE, pattern: 'still' });
