@@ -259,6 +259,13 @@ export class CameraRunner {
 
   private onFrame(): void {
     const now = Date.now();
+    if (this.stalled) return;
+    // A frame after a gap of 10 s or more (ffmpeg flushing one buffered picture after its socket timeout) does
+    // not revive a stalled stream: the watchdog checks once a second and could otherwise be reset by it.
+    if (now - (this.lastFrameAt > this.spawnedAt ? this.lastFrameAt : this.spawnedAt) >= STALL_TIMEOUT_MS) {
+      this.markStalled();
+      return;
+    }
     this.stats.received++;
     this.framesThisRun++;
     this.lastFrameAt = now;
@@ -359,10 +366,14 @@ export class CameraRunner {
     this.watchdog = setInterval(() => {
       const since = this.lastFrameAt > this.spawnedAt ? this.lastFrameAt : this.spawnedAt;
       if (!this.child || this.stalled || Date.now() - since < STALL_TIMEOUT_MS) return;
-      this.stalled = true;
-      this.child.kill('SIGKILL'); // a stalled ffmpeg may sit in a blocking read; do not wait for it
+      this.markStalled();
     }, 1_000);
     this.watchdog.unref();
+  }
+
+  private markStalled(): void {
+    this.stalled = true;
+    this.child?.kill('SIGKILL'); // a stalled ffmpeg may sit in a blocking read; do not wait for it
   }
 
   private stopWatchdog(): void {
