@@ -7,6 +7,7 @@ import { HttpErrorFilter } from './common/errors/http-error.filter';
 import { NotFoundHandler } from './common/http/not-found.handler';
 import { AppValidationPipe } from './common/http/validation.pipe';
 import { RedisModule } from './common/redis/redis.module';
+import { AiModule } from './modules/ai/ai.module';
 import { ApiKeysModule } from './modules/api-keys/api-keys.module';
 import { AuthModule } from './modules/auth/auth.module';
 import { SystemModule } from './modules/system/system.module';
@@ -37,6 +38,7 @@ export class AppModule {
         SettingsModule,
         CamerasModule,
         EventsModule,
+        AiModule,
       ],
       providers: [
         { provide: APP_PIPE, useClass: AppValidationPipe },

@@ -1,3 +1,6 @@
+import { AiCallEntity } from '../modules/ai/entities/ai-call.entity';
+import { EventFeedbackEntity } from '../modules/ai/entities/event-feedback.entity';
+import { ReanalysisRequestEntity } from '../modules/ai/entities/reanalysis-request.entity';
 import { DataSourceOptions } from 'typeorm';
 import { ApiKeyEntity } from '../modules/api-keys/entities/api-key.entity';
 import { UserSessionEntity } from '../modules/auth/entities/user-session.entity';
@@ -14,6 +17,9 @@ export const ENTITIES = [
   CameraEntity,
   EventEntity,
   SettingEntity,
+  AiCallEntity,
+  EventFeedbackEntity,
+  ReanalysisRequestEntity,
 ];
 
 /** Options shared by the running service and the TypeORM CLI (`ormconfig.ts`). */

@@ -66,7 +66,9 @@ export class HttpErrorFilter implements ExceptionFilter {
     const res = http.getResponse<Response>();
     const req = http.getRequest<Request>();
     const { body, headers } = toErrorBody(error);
-    if (body.status_code >= 500) {
+    // A typed error of ours with a 5xx status (502 every AI provider failed, 503 unavailable) means what it says;
+    // anything else at 500 is a bug: logged with its stack, answered generically.
+    if (body.status_code >= 500 && !(error instanceof AppError)) {
       this.logger.error({
         msg: 'Unhandled error',
         request_id: req.requestId,

@@ -253,6 +253,10 @@ export interface EventPatch {
   responseTimeMs?: number | null;
   reanalysisCount?: number;
   reanalysedAt?: Date | null;
+  /** When the AI queue may describe the event next (null: not queued); internal, not in the record. */
+  descriptionDueAt?: Date | null;
+  /** Failed description attempts since the last success or request (the queue's backoff); internal. */
+  descriptionAttempts?: number;
 }
 
 const PATCH_COLUMNS: Record<keyof EventPatch, string> = {
@@ -270,6 +274,8 @@ const PATCH_COLUMNS: Record<keyof EventPatch, string> = {
   responseTimeMs: 'response_time_ms = $?',
   reanalysisCount: 'reanalysis_count = $?',
   reanalysedAt: 'reanalysed_at = $?',
+  descriptionDueAt: 'description_due_at = $?',
+  descriptionAttempts: 'description_attempts = $?',
 };
 
 export interface StatsGroupRow {
@@ -365,7 +371,9 @@ export class EventsRepository {
 
   /**
    * Inserts an event and moves its camera's `last_event_at` forward, in one statement (one transaction).
-   * Returns null when the camera does not exist (nothing is written then).
+   * A pending event with an image is due for the AI queue at once (`description_due_at` = its timestamp, or
+   * now for one stamped in the future; older events sort first). Returns null when the camera does not exist
+   * (nothing is written then).
    */
   async insert(row: NewEventRow): Promise<EventWithCamera | null> {
     const rows = await this.dataSource.query<EventWithCamera[]>(
@@ -374,9 +382,12 @@ export class EventsRepository {
        ), ins AS (
          INSERT INTO events (camera_id, timestamp, detection_type, objects_detected, confidence, description,
                              description_status, source_type, protect_event_id, image_file, provider_used,
-                             model_used, ai_confidence, tokens_used, ai_cost_usd, response_time_ms)
+                             model_used, ai_confidence, tokens_used, ai_cost_usd, response_time_ms,
+                             description_due_at)
          SELECT cam.id, $2, $3::detection_type, $4::text[], $5, $6, $7::description_status,
-                $8::event_source_type, $9, $10, $11, $12, $13, $14, $15, $16
+                $8::event_source_type, $9, $10, $11, $12, $13, $14, $15, $16,
+                CASE WHEN $7::description_status = 'pending' AND $10::varchar IS NOT NULL
+                     THEN LEAST($2::timestamptz, now()) END
          FROM cam
          RETURNING *
        )

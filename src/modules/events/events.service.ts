@@ -157,7 +157,8 @@ export class EventsService {
   /**
    * The one way an event comes into being. Stores the image, inserts the event (and moves the camera's
    * `last_event_at`) in one transaction, and after it commits publishes `event.created` with the record
-   * GET /events/{id} returns, which it also returns. Throws CameraNotFoundError for an unknown camera.
+   * GET /events/{id} returns, which it also returns. A pending event with an image is due for the AI
+   * description queue at once (see EventsRepository.insert). Throws CameraNotFoundError for an unknown camera.
    */
   async recordEvent(input: RecordEventInput): Promise<EventResponseDto> {
     const description = input.description ?? null;
@@ -271,7 +272,8 @@ export function decodeJpeg(text: string): Buffer {
   }
   data = data.replace(/\s+/g, '');
   if (data.length === 0) throw imageError('must not be empty');
-  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(data) || data.length % 4 === 1)
+  // One negated-class search (no backtracking: a 10 MiB string must not exhaust the regexp stack).
+  if (/[^A-Za-z0-9+/_-]/.test(data.replace(/={1,2}$/, '')) || data.length % 4 === 1)
     throw imageError('must be base64-encoded');
   const padding = data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0;
   if (Math.floor((data.length * 3) / 4) - padding > MAX_IMAGE_BYTES)

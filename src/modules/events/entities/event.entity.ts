@@ -132,6 +132,18 @@ export class EventEntity {
   @Column({ name: 'reanalysed_at', type: 'timestamptz', nullable: true })
   reanalysedAt: Date | null;
 
+  /** Description attempts since the last success or request (the AI queue backs off with it). */
+  @Column({ name: 'description_attempts', type: 'smallint', default: 0, select: false })
+  descriptionAttempts?: number;
+
+  /**
+   * When the AI queue may (next) describe this event: set with `pending` (now) and after a failure (later);
+   * null when nothing is due. The queue's index covers exactly the due rows.
+   */
+  @Index('events_description_due_idx', { where: 'description_due_at IS NOT NULL' })
+  @Column({ name: 'description_due_at', type: 'timestamptz', nullable: true, select: false })
+  descriptionDueAt?: Date | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 }
