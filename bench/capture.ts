@@ -67,6 +67,7 @@ import {
   runBenchmark,
   sleep,
   startInstance,
+  closeWebSocket,
 } from './support';
 
 const SECONDS = intFromEnv('BENCH_CAPTURE_SECONDS', 60);
@@ -262,16 +263,7 @@ class EventListener {
   }
 
   close(): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.ws.readyState === WebSocket.CLOSED) return resolve();
-      this.ws.removeAllListeners('close');
-      this.ws.once('close', () => resolve());
-      this.ws.close();
-      setTimeout(() => {
-        this.ws.terminate();
-        resolve();
-      }, 2000).unref();
-    });
+    return closeWebSocket(this.ws);
   }
 }
 

@@ -8,6 +8,7 @@ import { chmodSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import Redis from 'ioredis';
+import WebSocket from 'ws';
 import { startEmbeddedPostgres } from '../src/database/embedded-postgres';
 import { adminQuery, databaseUrl } from '../src/database/server-admin';
 
@@ -357,6 +358,20 @@ export async function benchDatabase(workDir: string): Promise<{ url: string; des
     url: embedded.url,
     description: 'embedded PostgreSQL started by the benchmark (DATABASE_URL unset)',
   };
+}
+
+/** Closes a WebSocket client (terminating it after 2 s without a close handshake). */
+export function closeWebSocket(ws: WebSocket): Promise<void> {
+  return new Promise((resolve) => {
+    if (ws.readyState === WebSocket.CLOSED) return resolve();
+    ws.removeAllListeners('close');
+    ws.once('close', () => resolve());
+    ws.close();
+    setTimeout(() => {
+      ws.terminate();
+      resolve();
+    }, 2000).unref();
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------------
