@@ -70,6 +70,7 @@ import {
   sleep,
   startInstance,
   closeWebSocket,
+  connectWebSocket,
 } from './support';
 
 const RATE = intFromEnv('BENCH_AI_RATE', 10);
@@ -183,13 +184,8 @@ class UpdateListener {
     ws.on('error', () => (this.closed = true)); // 'close' follows
   }
 
-  static connect(url: string): Promise<UpdateListener> {
-    return new Promise((resolve, reject) => {
-      const ws = new WebSocket(url, { perMessageDeflate: false });
-      ws.once('open', () => resolve(new UpdateListener(ws)));
-      ws.once('unexpected-response', (_req, res) => reject(new Error(`/ws refused: HTTP ${res.statusCode}`)));
-      ws.once('error', reject);
-    });
+  static async connect(url: string): Promise<UpdateListener> {
+    return new UpdateListener(await connectWebSocket(url));
   }
 
   private onMessage(data: Buffer): void {

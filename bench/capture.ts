@@ -68,6 +68,7 @@ import {
   sleep,
   startInstance,
   closeWebSocket,
+  connectWebSocket,
 } from './support';
 
 const SECONDS = intFromEnv('BENCH_CAPTURE_SECONDS', 60);
@@ -236,13 +237,8 @@ class EventListener {
     ws.on('error', () => (this.closed = true)); // 'close' follows
   }
 
-  static connect(url: string): Promise<EventListener> {
-    return new Promise((resolve, reject) => {
-      const ws = new WebSocket(url, { perMessageDeflate: false });
-      ws.once('open', () => resolve(new EventListener(ws)));
-      ws.once('unexpected-response', (_req, res) => reject(new Error(`/ws refused: HTTP ${res.statusCode}`)));
-      ws.once('error', reject);
-    });
+  static async connect(url: string): Promise<EventListener> {
+    return new EventListener(await connectWebSocket(url));
   }
 
   private onMessage(data: Buffer): void {

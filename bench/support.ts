@@ -360,6 +360,16 @@ export async function benchDatabase(workDir: string): Promise<{ url: string; des
   };
 }
 
+/** Opens a WebSocket client (no compression); rejects when the upgrade is refused. */
+export function connectWebSocket(url: string): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { perMessageDeflate: false });
+    ws.once('open', () => resolve(ws));
+    ws.once('unexpected-response', (_req, res) => reject(new Error(`/ws refused: HTTP ${res.statusCode}`)));
+    ws.once('error', reject);
+  });
+}
+
 /** Closes a WebSocket client (terminating it after 2 s without a close handshake). */
 export function closeWebSocket(ws: WebSocket): Promise<void> {
   return new Promise((resolve) => {
