@@ -79,6 +79,11 @@ export const STRUCTURED_ANSWER_INSTRUCTIONS =
   `"objects_detected" (an array of at most ${MAX_OBJECTS} lower-case nouns of what is visible) and ` +
   '"confidence" (a number from 0 to 100).';
 
+/** The prompt text a client sends: with the answer instructions when a structured answer is asked for. */
+export function promptText(request: { prompt: string; structured: boolean }): string {
+  return request.structured ? `${request.prompt}\n\n${STRUCTURED_ANSWER_INSTRUCTIONS}` : request.prompt;
+}
+
 /**
  * Parses a provider's text answer as a VisionAnswer. A JSON object wrapped in one Markdown code fence
  * (which some OpenAI-compatible servers add in `json_object` mode) is accepted; everything else that is

@@ -2,15 +2,15 @@ import Anthropic from '@anthropic-ai/sdk';
 import type { Message, MessageCreateParamsNonStreaming } from '@anthropic-ai/sdk/resources/messages';
 import type { AiProviderName } from '../../settings/settings.registry';
 import {
-  STRUCTURED_ANSWER_INSTRUCTIONS,
+  promptText,
   validateVisionAnswer,
   VISION_ANSWER_TOOL_DESCRIPTION,
   VISION_ANSWER_TOOL_NAME,
   visionAnswerSchema,
 } from './answer-schema';
-import { withDeadline } from './call-deadline';
+import { callModel, notConfigured, providerCall } from './call-deadline';
 import { PROVIDER_DEFAULTS, resolveBaseUrl } from './provider-defaults';
-import { checkAnswer, toProviderError, type ErrorContext } from './provider-errors';
+import { checkAnswer, type ErrorContext } from './provider-errors';
 import {
   ProviderError,
   type ProviderCapabilities,
@@ -60,30 +60,20 @@ export class AnthropicProvider implements VisionProvider {
 
   async describe(request: VisionRequest): Promise<VisionResult> {
     const client = this.client;
-    if (!client) {
-      const missing = this.errorContext.baseUrl ? 'no API key' : 'no valid base URL';
-      throw new ProviderError(this.name, 'not_configured', `${missing} is configured`);
-    }
-    const model = request.model.trim() || this.config.model.trim() || this.defaultModel;
-    const timeoutMs = request.timeoutMs > 0 ? request.timeoutMs : this.config.timeoutMs;
-    return withDeadline(this.name, timeoutMs, request.signal, async (signal) => {
-      try {
-        const message = await client.messages.create(this.params(request, model), {
-          signal,
-          timeout: timeoutMs,
-          maxRetries: 0,
-        });
-        return this.toResult(message, request.structured, model);
-      } catch (err) {
-        throw toProviderError(err, this.errorContext);
-      }
+    if (!client) throw notConfigured(this.name, Boolean(this.errorContext.baseUrl));
+    const model = callModel(request, this.config, this.defaultModel);
+    return providerCall(this.name, request, this.config, this.errorContext, async (signal, timeoutMs) => {
+      const message = await client.messages.create(this.params(request, model), {
+        signal,
+        timeout: timeoutMs,
+        maxRetries: 0,
+      });
+      return this.toResult(message, request.structured, model);
     });
   }
 
   private params(request: VisionRequest, model: string): MessageCreateParamsNonStreaming {
-    const prompt = request.structured
-      ? `${request.prompt}\n\n${STRUCTURED_ANSWER_INSTRUCTIONS}`
-      : request.prompt;
+    const prompt = promptText(request);
     const params: MessageCreateParamsNonStreaming = {
       model,
       max_tokens: MAX_OUTPUT_TOKENS,

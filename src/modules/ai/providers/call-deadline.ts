@@ -1,5 +1,6 @@
 import type { AiProviderName } from '../../settings/settings.registry';
-import { ProviderError } from './vision-provider';
+import { type ErrorContext, toProviderError } from './provider-errors';
+import { ProviderError, type ProviderConfig, type VisionRequest } from './vision-provider';
 
 /**
  * Runs one provider call with a hard deadline and the caller's abort signal. `run` gets a signal to hand to
@@ -35,4 +36,39 @@ export async function withDeadline<T>(
     clearTimeout(timer);
     callerSignal?.removeEventListener('abort', onCallerAbort);
   }
+}
+
+/** The model of one call: the request's, else the configured one, else the provider's default. */
+export function callModel(request: VisionRequest, config: ProviderConfig, defaultModel: string): string {
+  return request.model.trim() || config.model.trim() || defaultModel;
+}
+
+/**
+ * One provider call the way every client makes it: the request's time limit (else the configured one) as a
+ * hard deadline, the caller's abort signal, and whatever the SDK throws turned into a ProviderError.
+ */
+export function providerCall<T>(
+  name: AiProviderName,
+  request: VisionRequest,
+  config: ProviderConfig,
+  errorContext: ErrorContext,
+  run: (signal: AbortSignal, timeoutMs: number) => Promise<T>,
+): Promise<T> {
+  const timeoutMs = request.timeoutMs > 0 ? request.timeoutMs : config.timeoutMs;
+  return withDeadline(name, timeoutMs, request.signal, async (signal) => {
+    try {
+      return await run(signal, timeoutMs);
+    } catch (err) {
+      throw toProviderError(err, errorContext);
+    }
+  });
+}
+
+/** A client that could not be built: what its settings lack. */
+export function notConfigured(name: AiProviderName, hasBaseUrl: boolean): ProviderError {
+  return new ProviderError(
+    name,
+    'not_configured',
+    `${hasBaseUrl ? 'no API key' : 'no valid base URL'} is configured`,
+  );
 }

@@ -7,15 +7,10 @@ import {
   type Schema,
 } from '@google/genai';
 import type { AiProviderName } from '../../settings/settings.registry';
-import {
-  parseVisionAnswer,
-  STRUCTURED_ANSWER_INSTRUCTIONS,
-  visionAnswerSchema,
-  type JsonSchema,
-} from './answer-schema';
-import { withDeadline } from './call-deadline';
+import { parseVisionAnswer, promptText, visionAnswerSchema, type JsonSchema } from './answer-schema';
+import { callModel, notConfigured, providerCall } from './call-deadline';
 import { PROVIDER_DEFAULTS, resolveBaseUrl } from './provider-defaults';
-import { checkAnswer, toProviderError, type ErrorContext } from './provider-errors';
+import { checkAnswer, type ErrorContext } from './provider-errors';
 import {
   ProviderError,
   type ProviderCapabilities,
@@ -96,17 +91,11 @@ export class GeminiProvider implements VisionProvider {
 
   async describe(request: VisionRequest): Promise<VisionResult> {
     const client = this.client;
-    if (!client) {
-      const missing = this.errorContext.baseUrl ? 'no API key' : 'no valid base URL';
-      throw new ProviderError(this.name, 'not_configured', `${missing} is configured`);
-    }
-    const model = request.model.trim() || this.config.model.trim() || this.defaultModel;
-    const timeoutMs = request.timeoutMs > 0 ? request.timeoutMs : this.config.timeoutMs;
-    return withDeadline(this.name, timeoutMs, request.signal, async (signal) => {
+    if (!client) throw notConfigured(this.name, Boolean(this.errorContext.baseUrl));
+    const model = callModel(request, this.config, this.defaultModel);
+    return providerCall(this.name, request, this.config, this.errorContext, async (signal, timeoutMs) => {
       try {
-        const prompt = request.structured
-          ? `${request.prompt}\n\n${STRUCTURED_ANSWER_INSTRUCTIONS}`
-          : request.prompt;
+        const prompt = promptText(request);
         const response = await client.models.generateContent({
           model,
           contents: [
@@ -136,7 +125,7 @@ export class GeminiProvider implements VisionProvider {
             400,
           );
         }
-        throw toProviderError(err, this.errorContext);
+        throw err;
       }
     });
   }

@@ -6,13 +6,13 @@ import type {
 import type { AiProviderName } from '../../settings/settings.registry';
 import {
   parseVisionAnswer,
-  STRUCTURED_ANSWER_INSTRUCTIONS,
+  promptText,
   VISION_ANSWER_SCHEMA_NAME,
   visionAnswerSchema,
 } from './answer-schema';
-import { withDeadline } from './call-deadline';
+import { callModel, notConfigured, providerCall } from './call-deadline';
 import { isLocalBaseUrl, PROVIDER_DEFAULTS, resolveBaseUrl } from './provider-defaults';
-import { checkAnswer, toProviderError, type ErrorContext } from './provider-errors';
+import { checkAnswer, type ErrorContext } from './provider-errors';
 import {
   ProviderError,
   type ProviderCapabilities,
@@ -85,16 +85,11 @@ export class OpenAiProvider implements VisionProvider {
 
   async describe(request: VisionRequest): Promise<VisionResult> {
     const client = this.requireClient();
-    const model = request.model.trim() || this.config.model.trim() || this.defaultModel;
+    const model = callModel(request, this.config, this.defaultModel);
     if (!model) throw new ProviderError(this.name, 'not_configured', 'no model is configured');
-    const timeoutMs = request.timeoutMs > 0 ? request.timeoutMs : this.config.timeoutMs;
-    return withDeadline(this.name, timeoutMs, request.signal, async (signal) => {
-      try {
-        const completion = await this.complete(client, request, model, timeoutMs, signal);
-        return this.toResult(completion, request.structured, model);
-      } catch (err) {
-        throw toProviderError(err, this.errorContext);
-      }
+    return providerCall(this.name, request, this.config, this.errorContext, async (signal, timeoutMs) => {
+      const completion = await this.complete(client, request, model, timeoutMs, signal);
+      return this.toResult(completion, request.structured, model);
     });
   }
 
@@ -134,8 +129,7 @@ export class OpenAiProvider implements VisionProvider {
     model: string,
     format: 'json_schema' | 'json_object' | null,
   ): ChatCompletionCreateParamsNonStreaming {
-    const prompt =
-      format === null ? request.prompt : `${request.prompt}\n\n${STRUCTURED_ANSWER_INSTRUCTIONS}`;
+    const prompt = promptText({ prompt: request.prompt, structured: format !== null });
     const params: ChatCompletionCreateParamsNonStreaming = {
       model,
       messages: [
@@ -189,7 +183,6 @@ export class OpenAiProvider implements VisionProvider {
 
   private requireClient(): OpenAI {
     if (this.client) return this.client;
-    const missing = this.baseUrl === null ? 'no valid base URL' : 'no API key';
-    throw new ProviderError(this.name, 'not_configured', `${missing} is configured`);
+    throw notConfigured(this.name, this.baseUrl !== null);
   }
 }
