@@ -698,6 +698,41 @@ describe('events (e2e)', () => {
       expect(none.text).toBe(`${CSV_HEADER}\r\n`);
     });
 
+    it('matches text filters with quotes and backslashes literally (COPY takes no parameters)', async () => {
+      for (const q of [`it's`, `'); DROP TABLE events; --`, `back\\slash "quoted"`, `E'\\x41'`]) {
+        const { text } = await exportCsv(`q=${encodeURIComponent(q)}`);
+        expect(text).toBe(`${CSV_HEADER}\r\n`);
+      }
+      const { rows } = await exportCsv(`q=${encodeURIComponent(`"hi", then`)}`);
+      expect(rows.slice(1).map((r) => keyOf[r[0]])).toEqual(['E9']);
+      expect((await t.sql<{ n: number }>('SELECT count(*)::int AS n FROM events'))[0].n).toBe(SEEDS.length);
+    });
+
+    it('neutralises cells that start with a tab or CR', async () => {
+      // Ingestion trims descriptions; such text can still reach the table (another writer, an old row).
+      const add = async (description: string) => {
+        const res = await t.http
+          .post('/api/v1/events')
+          .set(auth())
+          .send({ camera_id: cameraIds.side, detection_type: 'unknown', description: 'x' })
+          .expect(201);
+        await t.sql('UPDATE events SET description = $2 WHERE id = $1', [res.body.id, description]);
+        return res;
+      };
+      const tab = await add('\tTAB cell');
+      const cr = await add('\rCR cell');
+      try {
+        const { text, rows } = await exportCsv(`camera_id=${cameraIds.side}&detection_type=unknown`);
+        const byId = new Map(rows.slice(1).map((r) => [r[0], r]));
+        expect(byId.get(tab.body.id)![7]).toBe(`'\tTAB cell`);
+        expect(byId.get(cr.body.id)![7]).toBe(`'\rCR cell`);
+        expect(text).toContain(`,"'\rCR cell",`);
+      } finally {
+        await t.http.delete(`/api/v1/events/${tab.body.id}`).set(auth()).expect(204);
+        await t.http.delete(`/api/v1/events/${cr.body.id}`).set(auth()).expect(204);
+      }
+    });
+
     it('refuses bad filters with a JSON 422', async () => {
       const res = await get('/api/v1/events/export?detection_type=dragon').expect(422);
       expect(res.headers['content-type']).toMatch(/application\/json/);

@@ -3,6 +3,9 @@ import {
   countSql,
   exportSql,
   listSql,
+  planRollup,
+  totalSql,
+  copyCsvSql,
   orderBy,
   statsGroupsSql,
   statsTimesSql,
@@ -58,7 +61,9 @@ describe('statement builders', () => {
     expect(list.text).toMatch(
       /WHERE e\.detection_type = ANY\(\$1::detection_type\[\]\) AND e\.confidence >= \$2 /,
     );
-    expect(list.text).toMatch(/ORDER BY e\.timestamp ASC, e\.id ASC LIMIT \$3 OFFSET \$4$/);
+    // The page's ids first (LIMIT/OFFSET inside), then their rows in the same order.
+    expect(list.text).toMatch(/ORDER BY e\.timestamp ASC, e\.id ASC LIMIT \$3 OFFSET \$4\) p /);
+    expect(list.text).toMatch(/ORDER BY p\.timestamp ASC, p\.id ASC$/);
     expect(list.text).toContain('JOIN cameras c ON c.id = e.camera_id');
     expect(list.values).toEqual([['person'], 50, 50, 100]);
   });
@@ -82,5 +87,70 @@ describe('statement builders', () => {
       text: 'SELECT count(*)::int AS total FROM events e ',
       values: [],
     });
+  });
+});
+
+describe('planRollup', () => {
+  const day = (iso: string) => new Date(iso);
+
+  it('reads whole days from the rollup and the partial days at the bounds from the events', () => {
+    const plan = planRollup({ start: day('2026-03-01T05:00:00Z'), end: day('2026-03-04T13:00:00Z') });
+    expect(plan).toMatchObject({
+      firstDay: day('2026-03-02T00:00:00Z'),
+      endDay: day('2026-03-04T00:00:00Z'),
+    });
+  });
+
+  it('takes a bound on a midnight as it is', () => {
+    const plan = planRollup({ start: day('2026-03-01T00:00:00Z'), end: day('2026-03-03T00:00:00Z') });
+    expect(plan).toMatchObject({
+      firstDay: day('2026-03-01T00:00:00Z'),
+      endDay: day('2026-03-03T00:00:00Z'),
+    });
+  });
+
+  it('is not used without a whole day, or with filters it does not hold', () => {
+    expect(planRollup({ start: day('2026-03-01T05:00:00Z'), end: day('2026-03-01T23:00:00Z') })).toBeNull();
+    expect(planRollup({ start: day('2026-03-01T05:00:00Z'), end: day('2026-03-02T04:00:00Z') })).toBeNull();
+    expect(planRollup({ minConfidence: 10 })).toBeNull();
+    expect(planRollup({ q: 'dog' })).toBeNull();
+    expect(planRollup({ cameraIds: ['c'], detectionTypes: ['person'], sourceTypes: ['api'] })).not.toBeNull();
+  });
+
+  it('numbers the rollup and the partial-day parameters in one statement', () => {
+    const plan = planRollup({ cameraIds: ['c1'], start: day('2026-03-01T05:00:00Z') })!;
+    const { text, values } = totalSql(plan.filter);
+    expect(values).toEqual([
+      ['c1'],
+      '2026-03-02',
+      ['c1'],
+      day('2026-03-01T05:00:00Z'),
+      day('2026-03-02T00:00:00Z'),
+    ]);
+    expect(text).toContain('r.camera_id = ANY($1::uuid[]) AND r.day >= $2::date');
+    expect(text).toContain('e.camera_id = ANY($3::uuid[]) AND e.timestamp >= $4 AND (e.timestamp < $5)');
+  });
+});
+
+describe('copyCsvSql', () => {
+  it('inlines each parameter as a quoted literal', () => {
+    const filter = buildEventFilter({
+      cameraIds: ["a'b", 'c'],
+      start: new Date('2026-03-01T00:00:00Z'),
+      minConfidence: 5,
+      q: "x'); DROP TABLE events; -- \\",
+    });
+    const copy = copyCsvSql(exportSql(filter));
+    expect(copy).toMatch(/^COPY \(SELECT .*\) TO STDOUT WITH \(FORMAT csv\)$/s);
+    expect(copy).toContain(`e.camera_id = ANY(ARRAY['a''b', 'c']::uuid[])`);
+    expect(copy).toContain(`e.timestamp >= '2026-03-01T00:00:00.000Z'`);
+    expect(copy).toContain('e.confidence >= 5');
+    expect(copy).toContain(`plainto_tsquery('simple',  E'x''); DROP TABLE events; -- \\\\')`);
+    expect(copy).not.toMatch(/\$\d/);
+  });
+
+  it('refuses a value it cannot quote', () => {
+    expect(() => copyCsvSql({ text: 'SELECT $1', values: [{}] })).toThrow();
+    expect(() => copyCsvSql({ text: 'SELECT $1', values: [Number.NaN] })).toThrow();
   });
 });

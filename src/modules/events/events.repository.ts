@@ -1,8 +1,8 @@
 /*
  * SQL of the events API (for benchmarks comparing the API with the same SQL run directly through `pg`).
  * The exported builders return exactly the statements the service runs, as `{text, values}`:
- * listSql + countSql (GET /events), statsGroupsSql + statsTimesSql (GET /events/stats), exportSql (GET
- * /events/export), each given `buildEventFilter(filter)`.
+ * listSql + totalSql (GET /events), statsSql (GET /events/stats), exportSql + copyCsvSql (GET
+ * /events/export).
  *
  * `<where>` is built by buildEventFilter from the query parameters, each present filter ANDed, numbered
  * parameters in this order:
@@ -16,40 +16,37 @@
  *   e.description_tsv @@ plainto_tsquery('simple', $n)      q (GIN index on the stored tsvector, which a trigger
  *                                                           keeps = to_tsvector('simple', coalesce(description, '')))
  *
+ * The rollup: table event_counts holds, per UTC day, camera, detection type and source, the number of
+ * events, the count and sum of their confidences and the number per UTC hour of the day (h00..h23). It is
+ * kept exact by statement-level triggers on events (insert, update, delete; migration EventCountsRollup).
+ * Totals and stats whose filters it holds (camera_id, detection_type, source_type, time bounds; not
+ * min_confidence or q) read the whole days from it and the partial days at the time bounds from events
+ * (planRollup); the others count the events.
+ *
  * GET /events (two statements, run concurrently on two pooled connections):
- *   SELECT <record columns>, c.name AS "cameraName" FROM events e JOIN cameras c ON c.id = e.camera_id
- *     <where> ORDER BY e.timestamp DESC, e.id DESC LIMIT $limit OFFSET $offset      (sort=timestamp: ASC, ASC)
- *   SELECT count(*)::int AS total FROM events e <where>
+ *   SELECT <record columns> FROM (SELECT e.id, e.timestamp FROM events e <where>
+ *       ORDER BY e.timestamp DESC, e.id DESC LIMIT $limit OFFSET $offset) p        (sort=timestamp: ASC, ASC)
+ *     JOIN events e ON e.id = p.id JOIN cameras c ON c.id = e.camera_id ORDER BY p.timestamp DESC, p.id DESC
+ *     (the page's ids first, from the index alone where it can, then 50 rows: deep pages stay cheap)
+ *   SELECT sum(n) FROM event_counts r <whole days> + SELECT count(*) FROM events e <where> AND <partial days>
+ *     (or SELECT count(*) FROM events e <where> when the rollup does not hold the filter)
+ *   Word search (q) counts first, then lists the way that suits the count (see listSql).
  *
- * GET /events/stats (two statements, run concurrently):
- *   SELECT g.detection_type, g.camera_id, min(c.name) AS camera_name, sum(g.n)::int AS n,
- *          round((sum(g.conf_sum) / nullif(sum(g.conf_n), 0))::numeric, 1)::float8 AS average_confidence,
- *          min(g.first_at) AS first_at, max(g.last_at) AS last_at,
- *          GROUPING(g.detection_type, g.camera_id) AS grouping
- *   FROM (SELECT e.detection_type, e.camera_id, count(*) AS n, count(e.confidence) AS conf_n,
- *                sum(e.confidence)::float8 AS conf_sum, min(e.timestamp) AS first_at, max(e.timestamp) AS last_at
- *         FROM events e <where> GROUP BY e.detection_type, e.camera_id) g
- *   JOIN cameras c ON c.id = g.camera_id
- *   GROUP BY GROUPING SETS ((), (g.detection_type), (g.camera_id))
+ * GET /events/stats (three statements from the rollup, two without it, run concurrently): totals, per type
+ * and per camera (GROUPING SETS over the rollup's groups and the partial days' events), per UTC day and
+ * hour of day, and the first and last event (index lookups); without the rollup, the same figures from
+ * one scan of the events for the groups and one for the hours (statsGroupsSql, statsTimesSql).
  *
- *   SELECT extract(hour FROM h.hour_start)::int AS hour, to_char(h.hour_start, 'YYYY-MM-DD') AS day,
- *          sum(h.n)::int AS n, GROUPING(extract(hour FROM h.hour_start)::int) AS by_day
- *   FROM (SELECT date_trunc('hour', e.timestamp AT TIME ZONE 'UTC') AS hour_start, count(*) AS n
- *         FROM events e <where> GROUP BY 1) h
- *   GROUP BY GROUPING SETS ((extract(hour FROM h.hour_start)::int), (to_char(h.hour_start, 'YYYY-MM-DD')))
- *
- * GET /events/export (one statement, read through a cursor with pg-query-stream, rowMode 'array'):
- *   SELECT e.id, (e.timestamp AT TIME ZONE 'UTC')::text, e.camera_id, c.name, e.detection_type,
- *          array_to_string(e.objects_detected, ';'), e.confidence, e.description, e.source_type, e.provider_used,
- *          e.image_file IS NOT NULL, (e.created_at AT TIME ZONE 'UTC')::text
- *   FROM events e JOIN cameras c ON c.id = e.camera_id <where> ORDER BY e.timestamp DESC, e.id DESC
- *   (timestamps as text are ~25% cheaper than to_char(); events-export.ts turns them into ISO 8601)
+ * GET /events/export (one statement): COPY (SELECT <cells formatted in SQL: ISO timestamps, formula cells
+ * neutralised, thumbnail path> FROM events e JOIN cameras c ... <where> ORDER BY ...) TO STDOUT (FORMAT csv),
+ * with the filter values inlined as literals (COPY takes no parameters); events-export.ts adds the header
+ * and turns the LF record ends into CRLF.
  */
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { Readable } from 'node:stream';
-import type { Pool, PoolClient } from 'pg';
-import QueryStream from 'pg-query-stream';
+import { escapeLiteral, type Pool, type PoolClient } from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
 import { DataSource } from 'typeorm';
 import type { EventSort, EventWithCamera } from './dto/event.dto';
 import type { DescriptionStatus, DetectionType, EventSourceType } from './entities/event.entity';
@@ -71,14 +68,19 @@ export interface SqlFilter {
   params: unknown[];
 }
 
-/** Builds the WHERE clause of the events queries (table alias `e`); see the comment at the top. */
-export function buildEventFilter(filter: EventFilter): SqlFilter {
+/** Adds a value to a statement's parameters; returns its placeholder. */
+function addParam(params: unknown[], value: unknown): string {
+  params.push(value);
+  return `$${params.length}`;
+}
+
+/**
+ * Builds the WHERE clause of the events queries (table alias `e`); see the comment at the top. `params`
+ * continues the parameters of a statement that already has some (the clause's are appended to it).
+ */
+export function buildEventFilter(filter: EventFilter, params: unknown[] = []): SqlFilter {
   const conditions: string[] = [];
-  const params: unknown[] = [];
-  const param = (value: unknown) => {
-    params.push(value);
-    return `$${params.length}`;
-  };
+  const param = (value: unknown) => addParam(params, value);
   if (filter.cameraIds?.length) conditions.push(`e.camera_id = ANY(${param(filter.cameraIds)}::uuid[])`);
   if (filter.detectionTypes?.length)
     conditions.push(`e.detection_type = ANY(${param(filter.detectionTypes)}::detection_type[])`);
@@ -92,8 +94,9 @@ export function buildEventFilter(filter: EventFilter): SqlFilter {
   return { where: conditions.length ? `WHERE ${conditions.join(' AND ')}` : '', params };
 }
 
-export function orderBy(sort: EventSort): string {
-  return sort === 'timestamp' ? 'ORDER BY e.timestamp ASC, e.id ASC' : 'ORDER BY e.timestamp DESC, e.id DESC';
+export function orderBy(sort: EventSort, alias = 'e'): string {
+  const direction = sort === 'timestamp' ? 'ASC' : 'DESC';
+  return `ORDER BY ${alias}.timestamp ${direction}, ${alias}.id ${direction}`;
 }
 
 /** The columns of an event record (entity property names), from event alias `e` and camera alias `c`. */
@@ -124,22 +127,38 @@ function recordColumns(e: string, c: string): string {
 }
 
 /**
- * Export columns in CSV order (see ExportRow in events-export.ts), as text where that saves parsing rows
- * into objects (timestamps: `YYYY-MM-DD HH:MM:SS[.ffffff]` in UTC, not Dates).
+ * A text cell of the export: a value a spreadsheet would run as a formula (starting with `= + - @`, tab or
+ * CR) gets a leading `'` (CSV injection); an empty text is NULL, an empty cell.
+ */
+function exportText(expression: string): string {
+  return (
+    // = + - @ tab CR, by code: ascii() is cheaper than left() on every row
+    `CASE WHEN ascii(${expression}) IN (61, 43, 45, 64, 9, 13) ` +
+    `THEN '''' || ${expression} ELSE nullif(${expression}, '') END`
+  );
+}
+
+/** ISO 8601 UTC with milliseconds (truncated, as the JSON records' datetimes). */
+const exportTime = (expression: string) =>
+  `to_char(${expression} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * The export's cells in CSV order (events-export.ts, CSV_COLUMNS), made by PostgreSQL: COPY ... (FORMAT
+ * csv) quotes them (RFC 4180) and the service only turns its LF record ends into CRLF.
  */
 const EXPORT_COLUMNS = [
   'e.id',
-  `(e.timestamp AT TIME ZONE 'UTC')::text`,
+  exportTime('e.timestamp'),
   'e.camera_id',
-  'c.name',
+  exportText('c.name'),
   'e.detection_type',
-  `array_to_string(e.objects_detected, ';')`,
+  exportText('o.objects'),
   'e.confidence',
-  'e.description',
+  exportText('e.description'),
   'e.source_type',
-  'e.provider_used',
-  'e.image_file IS NOT NULL',
-  `(e.created_at AT TIME ZONE 'UTC')::text`,
+  exportText('e.provider_used'),
+  `CASE WHEN e.image_file IS NOT NULL THEN '/api/v1/events/' || e.id || '/thumbnail' END`,
+  exportTime('e.created_at'),
 ].join(', ');
 
 /** A statement and its parameters (pg's QueryConfig shape), so benchmarks can run exactly the same SQL. */
@@ -172,7 +191,8 @@ export function listSql(
   const text = fewMatches
     ? `WITH m AS MATERIALIZED (SELECT e.id FROM events e ${filter.where}) ` +
       `SELECT ${recordColumns('e', 'c')} FROM m JOIN events e ON e.id = m.id JOIN cameras c ON c.id = e.camera_id ${page}`
-    : `SELECT ${recordColumns('e', 'c')} FROM events e JOIN cameras c ON c.id = e.camera_id ${filter.where} ${page}`;
+    : `SELECT ${recordColumns('e', 'c')} FROM (SELECT e.id, e.timestamp FROM events e ${filter.where} ${page}) p ` +
+      `JOIN events e ON e.id = p.id JOIN cameras c ON c.id = e.camera_id ${orderBy(sort, 'p')}`;
   return { text, values: [...filter.params, limit, offset] };
 }
 
@@ -209,12 +229,167 @@ GROUP BY GROUPING SETS ((extract(hour FROM h.hour_start)::int), (to_char(h.hour_
   };
 }
 
-/** GET /events/export: every matching row in CSV column order (read through a cursor, rowMode 'array'). */
-export function exportSql(filter: SqlFilter, sort: EventSort = '-timestamp'): SqlStatement {
+const DAY_MS = 86_400_000;
+const HOURS = Array.from({ length: 24 }, (_, h) => `h${String(h).padStart(2, '0')}`);
+
+/**
+ * How a filter is answered from the daily rollup (table event_counts, kept by triggers on events): the
+ * whole UTC days inside the time bounds come from the rollup, the partial days at the bounds (`before` /
+ * `from`) from the events themselves. Null when the rollup cannot answer: filters it does not hold
+ * (`min_confidence`, `q`) or bounds with no whole day between them.
+ */
+export interface RollupPlan {
+  filter: EventFilter;
+  /** First whole day (UTC midnight), when start_time is set. */
+  firstDay?: Date;
+  /** End of the last whole day (UTC midnight, exclusive), when end_time is set. */
+  endDay?: Date;
+}
+
+export function planRollup(filter: EventFilter): RollupPlan | null {
+  if (filter.minConfidence !== undefined || filter.q !== undefined) return null;
+  const firstDay = filter.start ? new Date(Math.ceil(filter.start.getTime() / DAY_MS) * DAY_MS) : undefined;
+  const endDay = filter.end ? new Date(Math.floor(filter.end.getTime() / DAY_MS) * DAY_MS) : undefined;
+  if (firstDay && endDay && firstDay >= endDay) return null;
+  return { filter, firstDay, endDay };
+}
+
+/** The rollup rows of the plan's whole days (alias `r`) and the events of its partial days (alias `e`; null: none). */
+function rollupParts(plan: RollupPlan, params: unknown[]): { rollupWhere: string; edgeWhere: string | null } {
+  const { filter, firstDay, endDay } = plan;
+  const conditions: string[] = [];
+  if (filter.cameraIds?.length)
+    conditions.push(`r.camera_id = ANY(${addParam(params, filter.cameraIds)}::uuid[])`);
+  if (filter.detectionTypes?.length)
+    conditions.push(`r.detection_type = ANY(${addParam(params, filter.detectionTypes)}::detection_type[])`);
+  if (filter.sourceTypes?.length)
+    conditions.push(`r.source_type = ANY(${addParam(params, filter.sourceTypes)}::event_source_type[])`);
+  const day = (d: Date) => `${addParam(params, d.toISOString().slice(0, 10))}::date`;
+  if (firstDay) conditions.push(`r.day >= ${day(firstDay)}`);
+  if (endDay) conditions.push(`r.day < ${day(endDay)}`);
+  const rollupWhere = conditions.length ? `WHERE ${conditions.join(' AND ')}` : '';
+  if (!firstDay && !endDay) return { rollupWhere, edgeWhere: null };
+  const events = buildEventFilter(filter, params);
+  const edges: string[] = [];
+  if (firstDay) edges.push(`e.timestamp < ${addParam(params, firstDay)}`);
+  if (endDay) edges.push(`e.timestamp >= ${addParam(params, endDay)}`);
+  return { rollupWhere, edgeWhere: `${events.where} AND (${edges.join(' OR ')})` };
+}
+
+/** GET /events total from the rollup. */
+export function countRollupSql(plan: RollupPlan): SqlStatement {
+  const values: unknown[] = [];
+  const { rollupWhere, edgeWhere } = rollupParts(plan, values);
+  const edges = edgeWhere ? ` + (SELECT count(*) FROM events e ${edgeWhere})` : '';
   return {
-    text: `SELECT ${EXPORT_COLUMNS} FROM events e JOIN cameras c ON c.id = e.camera_id ${filter.where} ${orderBy(sort)}`,
+    text: `SELECT ((SELECT coalesce(sum(r.n), 0) FROM event_counts r ${rollupWhere})${edges})::int AS total`,
+    values,
+  };
+}
+
+/**
+ * GET /events/stats from the rollup: totals, per type and per camera, as statsGroupsSql returns them but
+ * without first_at/last_at (firstLastSql).
+ */
+export function statsGroupsRollupSql(plan: RollupPlan): SqlStatement {
+  const values: unknown[] = [];
+  const { rollupWhere, edgeWhere } = rollupParts(plan, values);
+  const edges = edgeWhere
+    ? `UNION ALL SELECT e.detection_type, e.camera_id, count(*), count(e.confidence), sum(e.confidence)::float8
+       FROM events e ${edgeWhere} GROUP BY 1, 2`
+    : '';
+  return {
+    text: `SELECT g.detection_type, g.camera_id, min(c.name) AS camera_name, sum(g.n)::int AS n,
+       round((sum(g.conf_sum) / nullif(sum(g.conf_n), 0))::numeric, 1)::float8 AS average_confidence,
+       NULL::timestamptz AS first_at, NULL::timestamptz AS last_at,
+       GROUPING(g.detection_type, g.camera_id) AS grouping
+FROM (SELECT r.detection_type, r.camera_id, sum(r.n) AS n, sum(r.conf_n) AS conf_n, sum(r.conf_sum)::float8 AS conf_sum
+      FROM event_counts r ${rollupWhere} GROUP BY 1, 2 ${edges}) g
+JOIN cameras c ON c.id = g.camera_id
+GROUP BY GROUPING SETS ((), (g.detection_type), (g.camera_id))`,
+    values,
+  };
+}
+
+/** GET /events/stats from the rollup: per UTC day and per UTC hour of day, as statsTimesSql returns them. */
+export function statsTimesRollupSql(plan: RollupPlan): SqlStatement {
+  const values: unknown[] = [];
+  const { rollupWhere, edgeWhere } = rollupParts(plan, values);
+  const edges = edgeWhere
+    ? `, x AS (SELECT date_trunc('hour', e.timestamp AT TIME ZONE 'UTC') AS hour_start, count(*) AS n
+               FROM events e ${edgeWhere} GROUP BY 1)`
+    : '';
+  const edgeRows = edgeWhere
+    ? `UNION ALL SELECT NULL, to_char(x.hour_start, 'YYYY-MM-DD'), sum(x.n)::int, 1 FROM x GROUP BY 2
+UNION ALL SELECT extract(hour FROM x.hour_start)::int, NULL, sum(x.n)::int, 0 FROM x GROUP BY 1`
+    : '';
+  return {
+    text: `WITH d AS (SELECT r.day, sum(r.n) AS n, ${HOURS.map((h) => `sum(r.${h}) AS ${h}`).join(', ')}
+           FROM event_counts r ${rollupWhere} GROUP BY r.day)${edges}
+SELECT NULL::int AS hour, to_char(d.day, 'YYYY-MM-DD') AS day, d.n::int AS n, 1 AS by_day FROM d
+UNION ALL SELECT v.hour, NULL, v.n::int, 0
+  FROM (SELECT ${HOURS.map((h) => `sum(d.${h}) AS ${h}`).join(', ')} FROM d) s
+  CROSS JOIN LATERAL (VALUES ${HOURS.map((h, i) => `(${i}, s.${h})`).join(', ')}) v(hour, n) WHERE v.n > 0
+${edgeRows}`,
+    values,
+  };
+}
+
+/** GET /events/stats from the rollup: the first and last matching event (index lookups). */
+export function firstLastSql(filter: SqlFilter): SqlStatement {
+  return {
+    text: `SELECT (SELECT min(e.timestamp) FROM events e ${filter.where}) AS first_at,
+       (SELECT max(e.timestamp) FROM events e ${filter.where}) AS last_at`,
     values: filter.params,
   };
+}
+
+/** GET /events total: from the rollup where it holds the filter, else by counting the events. */
+export function totalSql(filter: EventFilter): SqlStatement {
+  const plan = planRollup(filter);
+  return plan ? countRollupSql(plan) : countSql(buildEventFilter(filter));
+}
+
+/**
+ * GET /events/stats (statements run concurrently): from the rollup where it holds the filter, with the
+ * first/last event from index lookups (`bounds`, filling the total row), else from the events.
+ */
+export function statsSql(filter: EventFilter): {
+  groups: SqlStatement;
+  times: SqlStatement;
+  bounds?: SqlStatement;
+} {
+  const plan = planRollup(filter);
+  const sql = buildEventFilter(filter);
+  if (!plan) return { groups: statsGroupsSql(sql), times: statsTimesSql(sql) };
+  return { groups: statsGroupsRollupSql(plan), times: statsTimesRollupSql(plan), bounds: firstLastSql(sql) };
+}
+
+/** GET /events/export: every matching row's CSV cells, in CSV column order. */
+export function exportSql(filter: SqlFilter, sort: EventSort = '-timestamp'): SqlStatement {
+  return {
+    text:
+      `SELECT ${EXPORT_COLUMNS} FROM events e JOIN cameras c ON c.id = e.camera_id ` +
+      `CROSS JOIN LATERAL (SELECT array_to_string(e.objects_detected, ';') AS objects) o ${filter.where} ${orderBy(sort)}`,
+    values: filter.params,
+  };
+}
+
+/** A filter value as an SQL literal: text and timestamps quoted by pg's escapeLiteral, arrays as ARRAY[...]. */
+function sqlLiteral(value: unknown): string {
+  if (Array.isArray(value)) return `ARRAY[${value.map(sqlLiteral).join(', ')}]`;
+  if (value instanceof Date) return escapeLiteral(value.toISOString());
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  if (typeof value === 'string') return escapeLiteral(value);
+  throw new Error(`No SQL literal for ${typeof value}`);
+}
+
+/** `COPY (statement) TO STDOUT (FORMAT csv)`; COPY takes no parameters, so each `$n` becomes its literal. */
+export function copyCsvSql(statement: SqlStatement): string {
+  const text = statement.text.replace(/\$(\d+)/g, (_, n: string) =>
+    sqlLiteral(statement.values[Number(n) - 1]),
+  );
+  return `COPY (${text}) TO STDOUT WITH (FORMAT csv)`;
 }
 
 /** Columns an insert may set (beyond camera, timestamp and the defaults). */
@@ -298,19 +473,6 @@ export interface StatsTimeRow {
   by_day: number;
 }
 
-/**
- * pg-query-stream whose destroy does not wait for the cursor to close: pg-cursor's close waits for the
- * server's ReadyForQuery, which never comes on a broken connection, so the stream would never close and
- * its connection never return. Export connections whose cursor did not run to its end are discarded
- * instead (see openExportCursor), which closes the cursor with them.
- */
-class ExportQueryStream extends QueryStream {
-  // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type -- the signature of QueryStream
-  override _destroy(error: Error, callback: Function): void {
-    (callback as (error?: Error | null) => void)(error);
-  }
-}
-
 /** Queries of the events resource (raw SQL: the filters, aggregates and cursor need it). */
 @Injectable()
 export class EventsRepository {
@@ -325,8 +487,8 @@ export class EventsRepository {
     offset: number,
   ): Promise<{ rows: EventWithCamera[]; total: number }> {
     const sql = buildEventFilter(filter);
-    const count = countSql(sql);
     if (filter.q !== undefined) {
+      const count = countSql(sql);
       // Word search: count first (fast through the GIN index), then list the way that suits the count.
       const total = (await this.dataSource.query<{ total: number }[]>(count.text, count.values))[0].total;
       if (total === 0 || offset >= total) return { rows: [], total };
@@ -334,6 +496,7 @@ export class EventsRepository {
       return { rows: await this.dataSource.query<EventWithCamera[]>(list.text, list.values), total };
     }
     const list = listSql(sql, sort, limit, offset);
+    const count = totalSql(filter);
     const [rows, totals] = await Promise.all([
       this.dataSource.query<EventWithCamera[]>(list.text, list.values),
       this.dataSource.query<{ total: number }[]>(count.text, count.values),
@@ -359,13 +522,15 @@ export class EventsRepository {
   }
 
   async stats(filter: EventFilter): Promise<{ groups: StatsGroupRow[]; times: StatsTimeRow[] }> {
-    const sql = buildEventFilter(filter);
-    const groupsSql = statsGroupsSql(sql);
-    const timesSql = statsTimesSql(sql);
-    const [groups, times] = await Promise.all([
-      this.dataSource.query<StatsGroupRow[]>(groupsSql.text, groupsSql.values),
-      this.dataSource.query<StatsTimeRow[]>(timesSql.text, timesSql.values),
+    const statements = statsSql(filter);
+    const query = <T>(statement: SqlStatement) => this.dataSource.query<T>(statement.text, statement.values);
+    const [groups, times, bounds] = await Promise.all([
+      query<StatsGroupRow[]>(statements.groups),
+      query<StatsTimeRow[]>(statements.times),
+      statements.bounds && query<{ first_at: Date | null; last_at: Date | null }[]>(statements.bounds),
     ]);
+    const total = groups.find((g) => g.grouping === 3);
+    if (total && bounds) Object.assign(total, bounds[0]);
     return { groups, times };
   }
 
@@ -456,40 +621,40 @@ export class EventsRepository {
   }
 
   /**
-   * The export rows (ExportRow, in CSV order), read through a server-side cursor on a connection of its
-   * own from TypeORM's pool: rows are fetched in batches as the consumer reads (backpressure), so memory
-   * does not grow with the number of rows. The connection goes back to the pool when the stream ends;
-   * when the stream fails or is destroyed early (client gone) the connection is discarded, cursor and all.
-   * A connection that breaks mid-export (database restart) fails the stream at once, even while the
+   * The export's CSV records (LF-ended, in CSV_COLUMNS order), streamed by COPY on a connection of its own
+   * from TypeORM's pool: the server sends rows as the consumer reads (backpressure through the socket), so
+   * memory does not grow with the number of rows. The connection goes back to the pool when the stream
+   * ends; when the stream fails or is destroyed early (client gone) the connection is discarded, COPY and
+   * all. A connection that breaks mid-export (database restart) fails the stream at once, even while the
    * consumer is paused.
    */
-  async openExportCursor(filter: EventFilter, sort: EventSort): Promise<Readable> {
-    const { text, values } = exportSql(buildEventFilter(filter), sort);
+  async openExportCopy(filter: EventFilter, sort: EventSort): Promise<Readable> {
+    const copy = copyCsvSql(exportSql(buildEventFilter(filter), sort));
     const pool = (this.dataSource.driver as unknown as { master: Pool }).master;
     const client: PoolClient = await pool.connect();
-    const rows = client.query(new ExportQueryStream(text, values, { batchSize: 1000, rowMode: 'array' }));
+    const records = client.query(copyTo(copy));
     const onClientError = (error: Error) => {
       this.logger.warn({ msg: 'Export connection failed', error: error.message });
-      rows.destroy(error);
+      records.destroy(error);
     };
-    const onClientEnd = () => rows.destroy(new Error('The database connection closed during the export'));
+    const onClientEnd = () => records.destroy(new Error('The database connection closed during the export'));
     client.on('error', onClientError);
     client.once('end', onClientEnd);
     let released = false;
-    rows.once('close', () => {
+    records.once('close', () => {
       if (released) return;
       released = true;
       client.off('end', onClientEnd);
       client.off('error', onClientError);
-      if (rows.readableEnded) {
+      if (records.readableEnded) {
         client.release();
         return;
       }
-      // A cursor that did not run to its end may still be open on the connection: discard it. It may
-      // still report its socket's failure; that must not become an unhandled 'error'.
+      // A COPY that did not run to its end may still be sending: discard the connection. It may still
+      // report its socket's failure; that must not become an unhandled 'error'.
       client.on('error', () => undefined);
       client.release(true);
     });
-    return rows;
+    return records;
   }
 }

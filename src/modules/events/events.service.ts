@@ -17,7 +17,7 @@ import {
   toEventResponse,
 } from './dto/event.dto';
 import { DescriptionStatus, DETECTION_TYPES, DetectionType, EventSourceType } from './entities/event.entity';
-import { CsvEncoder } from './events-export';
+import { CsvRecords } from './events-export';
 import { EventFilter, EventPatch, EventsRepository } from './events.repository';
 import { checkJpeg } from './jpeg';
 
@@ -110,24 +110,27 @@ export class EventsService {
       }
     }
     stats.by_camera.sort((a, b) => b.count - a.count || a.camera_name.localeCompare(b.camera_name));
+    // Rows of the same day or hour (whole days from the rollup, partial days from the events) add up.
+    const byDay = new Map<string, number>();
     for (const t of times) {
-      if (t.by_day === 1 && t.day) stats.by_day.push({ date: t.day, count: t.n });
-      else if (t.hour !== null) stats.by_hour[t.hour] = t.n;
+      if (t.by_day === 1 && t.day) byDay.set(t.day, (byDay.get(t.day) ?? 0) + t.n);
+      else if (t.hour !== null) stats.by_hour[t.hour] += t.n;
     }
+    stats.by_day = [...byDay].map(([date, count]) => ({ date, count }));
     stats.by_day.sort((a, b) => (a.date < b.date ? -1 : a.date > b.date ? 1 : 0));
     return stats;
   }
 
   /**
-   * The CSV export as a byte stream, read from a database cursor as the consumer reads (see
-   * EventsRepository.openExportCursor). Destroying the returned stream (client gone) closes the cursor and
-   * frees the connection.
+   * The CSV export as a byte stream, streamed by the database as the consumer reads (see
+   * EventsRepository.openExportCopy). Destroying the returned stream (client gone) ends the COPY and frees
+   * the connection.
    */
   async openExport(query: ExportEventsQueryDto): Promise<Readable> {
-    const rows = await this.events.openExportCursor(filterOf(query), query.sort ?? '-timestamp');
-    const csv = new CsvEncoder();
+    const records = await this.events.openExportCopy(filterOf(query), query.sort ?? '-timestamp');
+    const csv = new CsvRecords();
     // A database error destroys `csv` with it, so the consumer (the HTTP response) sees and reports it.
-    pipeline(rows, csv, () => undefined);
+    pipeline(records, csv, () => undefined);
     return csv;
   }
 
