@@ -9,6 +9,7 @@ const ESM_ONLY = [
   'uint8array-extras',
   '@tokenizer',
   'load-esm',
+  'unifi-protect',
 ];
 
 const swc = [

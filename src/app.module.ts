@@ -13,6 +13,7 @@ import { AuthModule } from './modules/auth/auth.module';
 import { SystemModule } from './modules/system/system.module';
 import { CamerasModule } from './modules/cameras/cameras.module';
 import { EventsModule } from './modules/events/events.module';
+import { ProtectModule } from './modules/protect/protect.module';
 import { RealtimeModule } from './modules/realtime/realtime.module';
 import { SettingsModule } from './modules/settings/settings.module';
 import { CryptoModule } from './common/crypto/crypto.module';
@@ -39,6 +40,7 @@ export class AppModule {
         CamerasModule,
         EventsModule,
         AiModule,
+        ProtectModule,
       ],
       providers: [
         { provide: APP_PIPE, useClass: AppValidationPipe },

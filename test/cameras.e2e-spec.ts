@@ -60,6 +60,12 @@ describe('cameras (e2e)', () => {
     t = await startTestApp();
     admin = await t.adminToken();
     unsubscribe = t.app.get(DomainEventBus).subscribe((m) => messages.push(m));
+    // A Protect camera must name an existing controller (a disabled one: nothing connects to it here).
+    await t.sql(
+      `INSERT INTO protect_controllers (id, name, host, username, password_encrypted, enabled)
+       VALUES ($1, 'Test console', '127.0.0.1', 'vigil', 'x', false)`,
+      [CONTROLLER_ID],
+    );
   });
   afterAll(async () => {
     unsubscribe();

@@ -389,6 +389,7 @@ describe('WebSocket (e2e)', () => {
         'notification.new',
         'camera.status',
         'camera.updated',
+        'controller.status',
       ]);
       await settle(client);
       expect(client.types().at(-1)).toBe('event.created');
@@ -400,7 +401,7 @@ describe('WebSocket (e2e)', () => {
       const other = randomUUID();
       const ack = await client.subscribe({ camera_ids: [mine.toUpperCase()] });
       expect(ack.data.camera_ids).toEqual([mine]);
-      expect((ack.data.types as string[]).length).toBe(6);
+      expect((ack.data.types as string[]).length).toBe(7);
       const kept = [randomUUID(), randomUUID()];
       publish('event.created', eventRecord(other));
       publish('event.created', eventRecord(mine, kept[0]));

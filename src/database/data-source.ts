@@ -7,6 +7,7 @@ import { UserSessionEntity } from '../modules/auth/entities/user-session.entity'
 import { UserEntity } from '../modules/users/entities/user.entity';
 import { CameraEntity } from '../modules/cameras/entities/camera.entity';
 import { EventEntity } from '../modules/events/entities/event.entity';
+import { ProtectControllerEntity } from '../modules/protect/entities/protect-controller.entity';
 import { SettingEntity } from '../modules/settings/entities/setting.entity';
 import { MIGRATIONS } from './migrations';
 
@@ -20,6 +21,7 @@ export const ENTITIES = [
   AiCallEntity,
   EventFeedbackEntity,
   ReanalysisRequestEntity,
+  ProtectControllerEntity,
 ];
 
 /** Options shared by the running service and the TypeORM CLI (`ormconfig.ts`). */

@@ -8,6 +8,7 @@ import { DETECTION_TYPES } from '../events/entities/event.entity';
 import { DomainEventBus } from '../realtime/domain-event-bus';
 import { CameraSource, mergeCameraSource, validateCameraSource } from './camera-source';
 import { CaptureService } from './capture/capture.service';
+import { ProtectCameraLink } from './protect-camera.link';
 import { CameraTestResult } from './capture/ffmpeg';
 import {
   CameraResponseDto,
@@ -40,6 +41,7 @@ export class CamerasService {
     private readonly images: ImageStore,
     private readonly bus: DomainEventBus,
     private readonly capture: CaptureService,
+    private readonly protect: ProtectCameraLink,
   ) {}
 
   /** Every camera, by name (case-insensitive). */
@@ -69,6 +71,7 @@ export class CamerasService {
       protect_camera_id: dto.protect_camera_id ?? null,
     };
     assertValidSource(source);
+    await this.validateProtect(source, null);
     const passwordEncrypted = dto.password != null ? this.secrets.encrypt(dto.password) : null;
 
     const saved = await this.dataSource.transaction(async (manager) => {
@@ -115,6 +118,11 @@ export class CamerasService {
 
       const source = mergeCameraSource(sourceOf(camera), dto);
       assertValidSource(source);
+      if (
+        source.protect_controller_id !== camera.protectControllerId ||
+        source.protect_camera_id !== camera.protectCameraId
+      )
+        await this.validateProtect(source, id);
       if (dto.name !== undefined && dto.name !== camera.name)
         await this.assertNameFree(manager, dto.name, id);
 
@@ -154,8 +162,10 @@ export class CamerasService {
     return this.setEnabled(id, false);
   }
 
-  /** The current JPEG of a running camera (409 otherwise). */
-  snapshot(id: string): Promise<Buffer> {
+  /** The current JPEG of a running camera (409 otherwise); a Protect camera's from its console. */
+  async snapshot(id: string): Promise<Buffer> {
+    const camera = await this.cameras.findOne({ where: { id }, select: { id: true, sourceType: true } });
+    if (camera?.sourceType === 'protect') return this.protect.snapshot(id);
     return this.capture.snapshot(id);
   }
 
@@ -194,8 +204,15 @@ export class CamerasService {
 
   /** Lets capture follow the change (start, restart, stop) before answering, then returns the camera as it is. */
   private async afterChange(id: string): Promise<CameraResponseDto> {
-    await this.capture.reconcile(id);
+    await Promise.all([this.capture.reconcile(id), this.protect.reconcile(id)]);
     return this.get(id);
+  }
+
+  /** A Protect camera must name an existing controller and a console camera no other camera adopted. */
+  private async validateProtect(source: CameraSource, exceptId: string | null): Promise<void> {
+    if (source.source_type !== 'protect' || !source.protect_controller_id || !source.protect_camera_id)
+      return;
+    await this.protect.validate(source.protect_controller_id, source.protect_camera_id, exceptId);
   }
 
   /**
@@ -219,7 +236,7 @@ export class CamerasService {
       return { record: toCameraResponse(camera), imageFiles: rows.map((r) => r.image_file) };
     });
     this.bus.publish('camera.updated', { ...record, deleted: true });
-    await this.capture.reconcile(id);
+    await Promise.all([this.capture.reconcile(id), this.protect.reconcile(id)]);
     await this.removeImages(id, imageFiles);
   }
 

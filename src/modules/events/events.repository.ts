@@ -512,6 +512,15 @@ export class EventsRepository {
     return rows[0] ?? null;
   }
 
+  /** The event a Protect console event became, if any. */
+  async findByProtectEventId(protectEventId: string): Promise<EventWithCamera | null> {
+    const rows = await this.dataSource.query<EventWithCamera[]>(
+      `SELECT ${recordColumns('e', 'c')} FROM events e JOIN cameras c ON c.id = e.camera_id WHERE e.protect_event_id = $1`,
+      [protectEventId],
+    );
+    return rows[0] ?? null;
+  }
+
   /** Whether the event exists, and its image file name. */
   async findImage(id: string): Promise<{ imageFile: string | null } | null> {
     const rows = await this.dataSource.query<{ imageFile: string | null }[]>(

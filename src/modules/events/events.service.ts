@@ -84,6 +84,12 @@ export class EventsService {
     return toEventResponse(event);
   }
 
+  /** The event a Protect console event became, or null. */
+  async findByProtectEventId(protectEventId: string): Promise<EventResponseDto | null> {
+    const event = await this.events.findByProtectEventId(protectEventId);
+    return event ? toEventResponse(event) : null;
+  }
+
   async stats(query: EventFilterQueryDto): Promise<EventStatsDto> {
     const { groups, times } = await this.events.stats(filterOf(query));
     const byType = Object.fromEntries(DETECTION_TYPES.map((t) => [t, 0])) as Record<DetectionType, number>;

@@ -10,6 +10,15 @@ export interface CameraStatusPayload {
   status_message: string | null;
 }
 
+/** A Protect controller's connection status (WebSocket kind `controller.status`, admin only). */
+export interface ControllerStatusPayload {
+  controller_id: string;
+  controller_name: string;
+  status: string;
+  previous_status: string | null;
+  status_message: string | null;
+}
+
 export interface DomainEventMap {
   /** `data` is the event record as GET /events/{id} returns it. */
   'event.created': Record<string, unknown> & { id: string; camera_id: string };
@@ -19,6 +28,9 @@ export interface DomainEventMap {
   /** `data` is the camera record as GET /cameras/{id} returns it (`deleted: true` when removed). */
   'camera.updated': Record<string, unknown> & { id: string; deleted?: boolean };
   'notification.new': Record<string, unknown> & { id: string };
+  'controller.status': ControllerStatusPayload;
+  /** Internal: a Protect controller was created, changed or deleted; the instance connected to it follows. */
+  'protect.controller.changed': { id: string };
   /** Internal: settings changed (keys), so modules react without a restart. Never sent to clients. */
   'settings.changed': { keys: string[] };
   /** Internal: credentials ended; their WebSocket connections must close. Never sent to clients. */

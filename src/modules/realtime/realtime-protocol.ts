@@ -14,6 +14,7 @@ export const CLIENT_EVENT_SCOPES = {
   'notification.new': 'read:events',
   'camera.status': 'read:cameras',
   'camera.updated': 'read:cameras',
+  'controller.status': 'admin',
 } as const satisfies Record<string, Scope>;
 
 export type ClientEventType = keyof typeof CLIENT_EVENT_SCOPES;

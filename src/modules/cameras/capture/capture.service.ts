@@ -12,9 +12,10 @@ import { ConflictError, NotFoundError, TooManyRequestsError } from '../../../com
 import { APP_CONFIG, AppConfig } from '../../../config/config';
 import { CameraNotFoundError, EventsService } from '../../events/events.service';
 import { DomainEventBus } from '../../realtime/domain-event-bus';
+import { CameraStatusWriter } from '../camera-status.writer';
 import { CameraEntity, CameraStatus } from '../entities/camera.entity';
 import { CameraRunner, CaptureStats, RunnerCamera } from './camera-runner';
-import { CaptureLeases } from './capture-leases';
+import { AdvisoryLeases } from '../../../common/leases/advisory-leases';
 import { CameraTestResult, StreamSource, testStream } from './ffmpeg';
 import type { MotionEvent } from './motion-detector';
 
@@ -29,7 +30,7 @@ export const TEST_TIMEOUT_MS = 12_000;
 
 /**
  * Runs the capture of every enabled camera (rtsp, mjpeg, usb; Protect cameras come from their controller) that
- * this instance holds the lease of (see CaptureLeases), and owns the camera status: every change is written to
+ * this instance holds the lease of (see AdvisoryLeases), and owns the camera status: every change is written to
  * the camera row and published as `camera.status`. Motion becomes events through EventsService.recordEvent, the
  * one path every event takes.
  *
@@ -42,9 +43,8 @@ export class CaptureService implements OnApplicationBootstrap, BeforeApplication
   private readonly logger = new Logger('Capture');
   private readonly runners = new Map<string, CameraRunner>();
   private readonly operations = new Map<string, Promise<void>>();
-  private readonly statusWrites = new Map<string, Promise<void>>();
   private readonly lastFrameWrite = new Map<string, number>();
-  private leases!: CaptureLeases;
+  private leases!: AdvisoryLeases;
   private unsubscribe: (() => void) | null = null;
   private reconcileTimer: NodeJS.Timeout | null = null;
   private shuttingDown = false;
@@ -56,12 +56,13 @@ export class CaptureService implements OnApplicationBootstrap, BeforeApplication
     private readonly secrets: SecretBox,
     private readonly events: EventsService,
     private readonly bus: DomainEventBus,
+    private readonly statuses: CameraStatusWriter,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     if (!this.config.databaseUrl) throw new Error('Capture needs the database URL');
-    this.leases = new CaptureLeases(this.config.databaseUrl, (ids) => this.leasesLost(ids));
+    this.leases = new AdvisoryLeases(this.config.databaseUrl, 'capture', (ids) => this.leasesLost(ids));
     this.unsubscribe = this.bus.subscribe((message) => {
       if (message.type === 'camera.updated') void this.reconcile((message.data as { id: string }).id);
     });
@@ -80,7 +81,7 @@ export class CaptureService implements OnApplicationBootstrap, BeforeApplication
       await Promise.allSettled(
         [...this.runners.keys()].map((id) => this.stopRunner(id, 'stopped', 'Service stopped')),
       );
-      await Promise.all([...this.statusWrites.values()]);
+      await this.statuses.allSettled();
     } finally {
       await this.leases?.close();
     }
@@ -107,7 +108,7 @@ export class CaptureService implements OnApplicationBootstrap, BeforeApplication
         if (!(await this.leases.claim(cameraId))) return; // another instance captures it
         this.startRunner(camera);
       }
-      await this.statusWrites.get(cameraId);
+      await this.statuses.settled(cameraId);
     });
   }
 
@@ -166,7 +167,7 @@ export class CaptureService implements OnApplicationBootstrap, BeforeApplication
   private startRunner(camera: CameraEntity): void {
     const id = camera.id;
     const runner = new CameraRunner(this.runnerCamera(camera), {
-      status: (status, message) => this.writeStatus(id, status, message),
+      status: (status, message) => this.statuses.write(id, status, message),
       motion: (event, jpeg, at, sourceType) => void this.recordMotion(id, event, jpeg, at, sourceType),
       frame: (at) => this.noteFrame(id, at),
       log: (entry) => this.logger.warn(entry),
@@ -182,16 +183,16 @@ export class CaptureService implements OnApplicationBootstrap, BeforeApplication
     await runner.stop();
     this.runners.delete(id);
     this.lastFrameWrite.delete(id);
-    if (status) this.writeStatus(id, status, message);
-    await this.statusWrites.get(id);
+    if (status) this.statuses.write(id, status, message);
+    await this.statuses.settled(id);
     await this.leases.release(id);
   }
 
   /** A disabled camera whose row still says it runs (its instance died): correct it if nobody holds it. */
   private async clearStaleStatus(camera: CameraEntity): Promise<void> {
     if (!(await this.leases.claim(camera.id))) return;
-    this.writeStatus(camera.id, 'stopped', null);
-    await this.statusWrites.get(camera.id);
+    this.statuses.write(camera.id, 'stopped', null);
+    await this.statuses.settled(camera.id);
     await this.leases.release(camera.id);
   }
 
@@ -224,46 +225,6 @@ export class CaptureService implements OnApplicationBootstrap, BeforeApplication
       },
       motionEvents: camera.detectionTypes.includes('motion'),
     };
-  }
-
-  /**
-   * Writes the status and, when status or message changed, publishes `camera.status` with the previous status.
-   * Writes of one camera are chained so they land in the order they happened.
-   */
-  private writeStatus(id: string, status: CameraStatus, message: string | null): void {
-    const previous = this.statusWrites.get(id) ?? Promise.resolve();
-    const next = previous.then(async () => {
-      try {
-        const rows: { name: string; previous_status: string; previous_message: string | null }[] =
-          await this.dataSource.query(
-            // A SELECT around the UPDATE, so the driver returns plain rows (and the old values come along).
-            `WITH old AS (SELECT id, status, status_message FROM cameras WHERE id = $1 FOR UPDATE),
-                  changed AS (UPDATE cameras c SET status = $2, status_message = $3 FROM old WHERE c.id = old.id
-                              RETURNING c.name, old.status AS previous_status, old.status_message AS previous_message)
-             SELECT * FROM changed`,
-            [id, status, message],
-          );
-        const row = rows[0];
-        if (!row || (row.previous_status === status && row.previous_message === message)) return;
-        this.bus.publish('camera.status', {
-          camera_id: id,
-          camera_name: row.name,
-          status,
-          previous_status: row.previous_status,
-          status_message: message,
-        });
-      } catch (error) {
-        this.logger.warn({
-          msg: 'Could not store a camera status',
-          camera_id: id,
-          error: (error as Error).message,
-        });
-      }
-    });
-    this.statusWrites.set(id, next);
-    void next.then(() => {
-      if (this.statusWrites.get(id) === next) this.statusWrites.delete(id);
-    });
   }
 
   private noteFrame(id: string, at: Date): void {
