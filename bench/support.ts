@@ -131,7 +131,9 @@ export async function startInstance(
   if (extra.DATABASE_URL) env.DATABASE_URL = extra.DATABASE_URL;
   if (extra.REDIS_URL) env.REDIS_URL = extra.REDIS_URL;
 
-  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // BENCH_SERVICE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the service.
+  const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, MAIN], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const forward = (chunk: Buffer) => {
     for (const line of chunk.toString('utf8').split('\n')) {

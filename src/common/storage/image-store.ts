@@ -14,6 +14,8 @@ const NAME = /^[0-9a-f]{2}\/[0-9a-f-]{36}\.jpg$/;
 @Injectable()
 export class ImageStore {
   readonly root: string;
+  /** Shard folders known to exist (saves a mkdir per image). */
+  private readonly shards = new Set<string>();
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
     this.root = join(config.dataDir, 'images');
@@ -22,8 +24,21 @@ export class ImageStore {
   async save(jpeg: Buffer): Promise<string> {
     const id = randomUUID();
     const name = `${id.slice(0, 2)}/${id}.jpg`;
-    await mkdir(join(this.root, id.slice(0, 2)), { recursive: true });
-    await writeFile(join(this.root, name), jpeg, { mode: 0o640 });
+    const shard = id.slice(0, 2);
+    if (!this.shards.has(shard)) {
+      await mkdir(join(this.root, shard), { recursive: true });
+      this.shards.add(shard);
+    }
+    try {
+      await writeFile(join(this.root, name), jpeg, { mode: 0o640 });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      // The folder went away (images deleted by hand): make it again.
+      this.shards.delete(shard);
+      await mkdir(join(this.root, shard), { recursive: true });
+      this.shards.add(shard);
+      await writeFile(join(this.root, name), jpeg, { mode: 0o640 });
+    }
     return name;
   }
 

@@ -43,6 +43,7 @@
  * and turns the LF record ends into CRLF.
  */
 import { Injectable, Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { Readable } from 'node:stream';
 import { escapeLiteral, type Pool, type PoolClient } from 'pg';
@@ -412,6 +413,9 @@ export interface NewEventRow {
   responseTimeMs: number | null;
 }
 
+/** What inserting one event came to: its record, or why it was not written. */
+export type InsertOutcome = EventWithCamera | 'camera-missing' | 'duplicate';
+
 /** Columns an update may change. */
 export interface EventPatch {
   detectionType?: DetectionType;
@@ -544,48 +548,73 @@ export class EventsRepository {
   }
 
   /**
-   * Inserts an event and moves its camera's `last_event_at` forward, in one statement (one transaction).
-   * A pending event with an image is due for the AI queue at once (`description_due_at` = its timestamp, or
-   * now for one stamped in the future; older events sort first). Returns null when the camera does not exist
-   * (nothing is written then).
+   * Inserts events and moves their cameras' `last_event_at` forward, in one statement (one transaction,
+   * one round trip for the whole batch). A pending event with an image is due for the AI queue at once
+   * (`description_due_at` = its timestamp, or now for one stamped in the future; older events sort first).
+   * Answers per row, in order: the record; `camera-missing` when its camera does not exist; `duplicate` when
+   * an event with its `protect_event_id` exists already. Such rows are not written; the others are.
    */
-  async insert(row: NewEventRow): Promise<EventWithCamera | null> {
-    const rows = await this.dataSource.query<EventWithCamera[]>(
-      `WITH cam AS (
-         UPDATE cameras SET last_event_at = GREATEST(last_event_at, $2::timestamptz) WHERE id = $1 RETURNING id, name
+  async insertMany(rows: NewEventRow[]): Promise<InsertOutcome[]> {
+    const column = <T>(pick: (row: NewEventRow) => T) => rows.map(pick);
+    // Ids made here, so each answer row finds its input row (ordinal) whatever else they share.
+    const ids = rows.map(() => randomUUID());
+    const result = await this.dataSource.query<
+      (EventWithCamera & { ordinal: string; cameraFound: boolean; inserted: boolean })[]
+    >(
+      `WITH input AS (
+         SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::detection_type[], $4::jsonb[], $5::smallint[],
+                              $6::text[], $7::description_status[], $8::event_source_type[], $9::varchar[],
+                              $10::varchar[], $11::varchar[], $12::varchar[], $13::smallint[], $14::integer[],
+                              $15::numeric[], $16::integer[], $17::uuid[])
+           WITH ORDINALITY AS i(camera_id, ts, detection_type, objects, confidence, description, description_status,
+                                source_type, protect_event_id, image_file, provider_used, model_used, ai_confidence,
+                                tokens_used, ai_cost_usd, response_time_ms, id, ordinal)
+       ), cam AS (
+         UPDATE cameras c SET last_event_at = GREATEST(c.last_event_at, m.ts)
+         FROM (SELECT camera_id, max(ts) AS ts FROM input GROUP BY camera_id) m
+         WHERE c.id = m.camera_id RETURNING c.id, c.name
        ), ins AS (
-         INSERT INTO events (camera_id, timestamp, detection_type, objects_detected, confidence, description,
+         INSERT INTO events (id, camera_id, timestamp, detection_type, objects_detected, confidence, description,
                              description_status, source_type, protect_event_id, image_file, provider_used,
                              model_used, ai_confidence, tokens_used, ai_cost_usd, response_time_ms,
                              description_due_at)
-         SELECT cam.id, $2, $3::detection_type, $4::text[], $5, $6, $7::description_status,
-                $8::event_source_type, $9, $10, $11, $12, $13, $14, $15, $16,
-                CASE WHEN $7::description_status = 'pending' AND $10::varchar IS NOT NULL
-                     THEN LEAST($2::timestamptz, now()) END
-         FROM cam
+         SELECT i.id, i.camera_id, i.ts, i.detection_type, ARRAY(SELECT jsonb_array_elements_text(i.objects)), i.confidence,
+                i.description, i.description_status, i.source_type, i.protect_event_id, i.image_file,
+                i.provider_used, i.model_used, i.ai_confidence, i.tokens_used, i.ai_cost_usd, i.response_time_ms,
+                CASE WHEN i.description_status = 'pending' AND i.image_file IS NOT NULL THEN LEAST(i.ts, now()) END
+         FROM input i JOIN cam ON cam.id = i.camera_id
+         ORDER BY i.ordinal
+         ON CONFLICT (protect_event_id) WHERE protect_event_id IS NOT NULL DO NOTHING
          RETURNING *
        )
-       SELECT ${recordColumns('ins', 'cam')} FROM ins JOIN cam ON cam.id = ins.camera_id`,
+       SELECT i.ordinal, cam.id IS NOT NULL AS "cameraFound", ins.id IS NOT NULL AS inserted, ${recordColumns('ins', 'cam')}
+       FROM input i
+       LEFT JOIN cam ON cam.id = i.camera_id
+       LEFT JOIN ins ON ins.id = i.id
+       ORDER BY i.ordinal`,
       [
-        row.cameraId,
-        row.timestamp,
-        row.detectionType,
-        row.objectsDetected,
-        row.confidence,
-        row.description,
-        row.descriptionStatus,
-        row.sourceType,
-        row.protectEventId,
-        row.imageFile,
-        row.providerUsed,
-        row.modelUsed,
-        row.aiConfidence,
-        row.tokensUsed,
-        row.aiCostUsd,
-        row.responseTimeMs,
+        column((r) => r.cameraId),
+        column((r) => r.timestamp),
+        column((r) => r.detectionType),
+        column((r) => JSON.stringify(r.objectsDetected)),
+        column((r) => r.confidence),
+        column((r) => r.description),
+        column((r) => r.descriptionStatus),
+        column((r) => r.sourceType),
+        column((r) => r.protectEventId),
+        column((r) => r.imageFile),
+        column((r) => r.providerUsed),
+        column((r) => r.modelUsed),
+        column((r) => r.aiConfidence),
+        column((r) => r.tokensUsed),
+        column((r) => r.aiCostUsd),
+        column((r) => r.responseTimeMs),
+        ids,
       ],
     );
-    return rows[0] ?? null;
+    return result.map(({ ordinal: _ordinal, cameraFound, inserted, ...event }) =>
+      inserted ? event : cameraFound ? 'duplicate' : 'camera-missing',
+    );
   }
 
   /**

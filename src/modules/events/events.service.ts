@@ -2,7 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { isoOrNull } from '../../common/http/transforms';
 import { readFile } from 'node:fs/promises';
 import { pipeline, Readable } from 'node:stream';
-import { AppError, NotFoundError, ValidationFailedError } from '../../common/errors/app-errors';
+import { Batcher } from '../../common/batching/batcher';
+import {
+  AppError,
+  ConflictError,
+  NotFoundError,
+  ValidationFailedError,
+} from '../../common/errors/app-errors';
 import { MIB } from '../../common/http/request-pipeline';
 import { ImageStore } from '../../common/storage/image-store';
 import { DomainEventBus } from '../realtime/domain-event-bus';
@@ -18,7 +24,7 @@ import {
 } from './dto/event.dto';
 import { DescriptionStatus, DETECTION_TYPES, DetectionType, EventSourceType } from './entities/event.entity';
 import { CsvRecords } from './events-export';
-import { EventFilter, EventPatch, EventsRepository } from './events.repository';
+import { EventFilter, EventPatch, EventsRepository, InsertOutcome, NewEventRow } from './events.repository';
 import { checkJpeg } from './jpeg';
 
 /** Largest event image (decoded). */
@@ -58,13 +64,25 @@ export class CameraNotFoundError extends NotFoundError {
   }
 }
 
+/** recordEvent was given a `protectEventId` that an event has already (nothing was stored). */
+export class DuplicateEventError extends ConflictError {
+  constructor(readonly protectEventId: string) {
+    super(`An event for Protect event ${protectEventId} exists already`);
+  }
+}
+
 @Injectable()
 export class EventsService {
+  /** Events recorded at the same moment (a burst) are inserted together: one statement, one commit. */
+  private readonly inserts: Batcher<NewEventRow, InsertOutcome>;
+
   constructor(
     private readonly events: EventsRepository,
     private readonly images: ImageStore,
     private readonly bus: DomainEventBus,
-  ) {}
+  ) {
+    this.inserts = new Batcher((rows) => this.events.insertMany(rows));
+  }
 
   async list(query: ListEventsQueryDto): Promise<EventPageDto> {
     const page = query.page ?? 1;
@@ -165,16 +183,17 @@ export class EventsService {
 
   /**
    * The one way an event comes into being. Stores the image, inserts the event (and moves the camera's
-   * `last_event_at`) in one transaction, and after it commits publishes `event.created` with the record
+   * `last_event_at`) in one transaction (shared with the events recorded at the same moment), and after it commits publishes `event.created` with the record
    * GET /events/{id} returns, which it also returns. A pending event with an image is due for the AI
-   * description queue at once (see EventsRepository.insert). Throws CameraNotFoundError for an unknown camera.
+   * description queue at once (see EventsRepository.insertMany). Throws CameraNotFoundError for an unknown
+   * camera and DuplicateEventError for a Protect event recorded before.
    */
   async recordEvent(input: RecordEventInput): Promise<EventResponseDto> {
     const description = input.description ?? null;
     const imageFile = input.image ? await this.images.save(input.image) : null;
     let row;
     try {
-      row = await this.events.insert({
+      row = await this.inserts.add({
         cameraId: input.cameraId,
         timestamp: input.timestamp ?? new Date(),
         detectionType: input.detectionType,
@@ -196,8 +215,9 @@ export class EventsService {
       await this.images.remove([imageFile]);
       throw error;
     }
-    if (!row) {
+    if (typeof row === 'string') {
       await this.images.remove([imageFile]);
+      if (row === 'duplicate') throw new DuplicateEventError(input.protectEventId ?? '');
       throw new CameraNotFoundError(input.cameraId);
     }
     const record = toEventResponse(row);
