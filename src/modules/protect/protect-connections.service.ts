@@ -11,12 +11,13 @@ import { DataSource, Repository } from 'typeorm';
 import { SecretBox } from '../../common/crypto/secret-box';
 import { ConflictError, NotFoundError, ValidationFailedError } from '../../common/errors/app-errors';
 import { AdvisoryLeases } from '../../common/leases/advisory-leases';
+import { requestScope } from '../../common/logging/json-logger';
 import { APP_CONFIG, AppConfig } from '../../config/config';
 import { CameraStatusWriter } from '../cameras/camera-status.writer';
 import { CameraEntity } from '../cameras/entities/camera.entity';
 import { ProtectCameraHandler, ProtectCameraLink } from '../cameras/protect-camera.link';
 import type { DetectionType } from '../events/entities/event.entity';
-import { CameraNotFoundError, EventsService } from '../events/events.service';
+import { CameraNotFoundError, DuplicateEventError, EventsService } from '../events/events.service';
 import { checkJpeg } from '../events/jpeg';
 import { DomainEventBus } from '../realtime/domain-event-bus';
 import { ControllerStatus, ProtectControllerEntity } from './entities/protect-controller.entity';
@@ -30,6 +31,19 @@ export const PROTECT_RECONCILE_INTERVAL_MS = 15_000;
 const MAX_TRACKED_DETECTIONS = 5_000;
 /** A detection is forgotten this long after its end (late metadata can follow the end). */
 const FORGET_AFTER_END_MS = 60_000;
+
+/** Why a connection closes: the controller's last status message and its cameras' (offline) message. */
+interface Release {
+  controller: string;
+  cameras: string;
+}
+
+/** The same words wherever they are written (here, ProtectService.remove, reconcile), so nothing is sent twice. */
+export const RELEASE = {
+  deleted: { controller: 'Protect controller deleted', cameras: 'Protect controller deleted' },
+  disabled: { controller: 'Disabled', cameras: 'Protect controller disabled' },
+  stopped: { controller: 'Service stopped', cameras: 'Service stopped' },
+} satisfies Record<string, Release>;
 
 /** A Vigil camera adopting a console camera. */
 interface AdoptedCamera {
@@ -127,7 +141,7 @@ export class ProtectConnections
     if (this.reconcileTimer) clearInterval(this.reconcileTimer);
     try {
       await Promise.all([...this.operations.values()]);
-      await Promise.allSettled([...this.held.keys()].map((id) => this.release(id, 'Service stopped')));
+      await Promise.allSettled([...this.held.keys()].map((id) => this.release(id, RELEASE.stopped)));
     } finally {
       await this.leases?.close();
     }
@@ -148,7 +162,7 @@ export class ProtectConnections
       const row = await this.controllers.findOne({ where: { id: controllerId } });
       const held = this.held.get(controllerId);
       if (!row || !row.enabled) {
-        if (held) await this.release(controllerId, row ? 'Disabled' : 'Protect controller deleted');
+        if (held) await this.release(controllerId, row ? RELEASE.disabled : RELEASE.deleted);
         else if (row && row.status !== 'disconnected' && (await this.leases.claim(controllerId))) {
           // Disabled while nobody held it (its instance died): correct the row.
           await this.writeControllerStatus(controllerId, 'disconnected', 'Disabled');
@@ -232,8 +246,8 @@ export class ProtectConnections
       select: { id: true, enabled: true },
     });
     if (!camera.enabled) this.statuses.write(camera.id, 'stopped', null);
-    else if (!controller) this.statuses.write(camera.id, 'offline', 'Protect controller deleted');
-    else if (!controller.enabled) this.statuses.write(camera.id, 'offline', 'Protect controller disabled');
+    else if (!controller) this.statuses.write(camera.id, 'offline', RELEASE.deleted.cameras);
+    else if (!controller.enabled) this.statuses.write(camera.id, 'offline', RELEASE.disabled.cameras);
     await this.statuses.settled(camera.id);
   }
 
@@ -296,28 +310,29 @@ export class ProtectConnections
       this.silenceTimeoutMs,
     );
     this.held.set(row.id, held);
-    // Answer (create, update, enable) after the first attempt, with the statuses it caused.
-    await held.session.start();
+    // Answer (create, update, enable) after the first attempt, with the statuses it caused. The connection
+    // outlives the request that started it: it must not carry (and log) that request's id.
+    await requestScope.exit(() => held.session.start());
     await held.statusWrites;
     await Promise.all([...held.cameras.values()].map((camera) => this.statuses.settled(camera.id)));
   }
 
   /** Closes the connection and gives up the lease; `message` (when given) is the controller's last status. */
-  private async release(controllerId: string, message: string | null): Promise<void> {
+  private async release(controllerId: string, reason: Release | null): Promise<void> {
     const held = this.held.get(controllerId);
     if (!held) return;
     this.held.delete(controllerId);
     await held.session.stop();
     await Promise.allSettled([...held.detections.values()].map((d) => d.chain));
-    if (message !== null) {
+    if (reason !== null) {
       held.status = 'disconnected';
       for (const camera of held.cameras.values())
         this.statuses.write(
           camera.id,
           camera.enabled ? 'offline' : 'stopped',
-          camera.enabled ? `Protect controller: ${message}` : null,
+          camera.enabled ? reason.cameras : null,
         );
-      this.queueControllerStatus(held, 'disconnected', message);
+      this.queueControllerStatus(held, 'disconnected', reason.controller);
     }
     await held.statusWrites;
     await Promise.all([...held.cameras.values()].map((c) => this.statuses.settled(c.id)));
@@ -391,14 +406,10 @@ export class ProtectConnections
   /** An adopted camera's status: stopped (disabled), offline (controller or camera not connected) or running. */
   private writeCameraStatus(held: HeldController, camera: AdoptedCamera): void {
     if (!camera.enabled) this.statuses.write(camera.id, 'stopped', null);
+    else if (held.status === 'connecting')
+      return; // a (re)connection in progress: the camera keeps its status until it succeeds or fails
     else if (held.status !== 'connected')
-      this.statuses.write(
-        camera.id,
-        'offline',
-        held.status === 'connecting'
-          ? 'Connecting to the Protect controller'
-          : `Protect controller: ${held.statusMessage ?? held.status}`,
-      );
+      this.statuses.write(camera.id, 'offline', `Protect controller: ${held.statusMessage ?? held.status}`);
     else if (held.online.get(camera.protectCameraId) === false)
       this.statuses.write(camera.id, 'offline', 'Disconnected from the Protect console');
     else if (!held.online.has(camera.protectCameraId))
@@ -471,8 +482,9 @@ export class ProtectConnections
     if (this.held.get(held.id) !== held) return;
     const update = readPacket(packet);
     if (!update) return;
-    if (update.kind === 'camera-connection') {
-      held.online.set(update.protectCameraId, update.online);
+    if (update.kind === 'camera-connection' || update.kind === 'camera-removed') {
+      if (update.kind === 'camera-removed') held.online.delete(update.protectCameraId);
+      else held.online.set(update.protectCameraId, update.online);
       const camera = held.cameras.get(update.protectCameraId);
       if (camera) this.writeCameraStatus(held, camera);
     } else if (update.kind === 'detection-start') {
@@ -524,7 +536,7 @@ export class ProtectConnections
       });
       return event.id;
     } catch (error) {
-      if ((error as { code?: string }).code === '23505') {
+      if (error instanceof DuplicateEventError) {
         // Recorded before (a reconnect or another instance replayed the start): that event it is.
         return (await this.events.findByProtectEventId(update.protectEventId))?.id ?? null;
       }
@@ -571,7 +583,8 @@ export class ProtectConnections
       if (!eventId) return;
       const types = [...target.types, ...update.types.filter((t) => !target.types.includes(t))];
       const plate = update.licensePlate ?? target.licensePlate;
-      const score = update.score !== null && update.score > (target.score ?? 0) ? update.score : target.score;
+      // The console's latest score (its final one at the end), also when lower than an earlier one.
+      const score = update.score ?? target.score;
       const objects = protectObjects(types, plate);
       const changed = {
         ...(score !== target.score ? { confidence: score } : {}),

@@ -47,7 +47,10 @@ export type ProtectUpdate =
       end: Date | null;
       licensePlate: string | null;
     }
-  | { kind: 'camera-connection'; protectCameraId: string; online: boolean };
+  /** A camera the console added, or whose connection changed. */
+  | { kind: 'camera-connection'; protectCameraId: string; online: boolean }
+  /** A camera the console no longer has. */
+  | { kind: 'camera-removed'; protectCameraId: string };
 
 /** Vigil detection types of a console smart detection list (unknown kinds such as audio are left out). */
 export function smartTypes(value: unknown): DetectionType[] {
@@ -148,10 +151,44 @@ export function readPacket(packet: ProtectPacket): ProtectUpdate | null {
     };
   }
 
-  if (modelKey === 'camera' && action === 'update' && typeof payload.isConnected === 'boolean') {
+  if (modelKey === 'camera' && action === 'remove')
+    return { kind: 'camera-removed', protectCameraId: headerId };
+  if (
+    modelKey === 'camera' &&
+    (action === 'update' || action === 'add') &&
+    typeof payload.isConnected === 'boolean'
+  ) {
     return { kind: 'camera-connection', protectCameraId: headerId, online: payload.isConnected };
   }
   return null;
+}
+
+/**
+ * Applies a realtime `camera` packet to a bootstrap camera list (the library never does): an `add` appends
+ * the camera, an `update` deep-merges its changes (name, connection, features), a `remove` drops it.
+ */
+export function applyCameraPacket(cameras: Record<string, unknown>[], packet: ProtectPacket): void {
+  const { action, modelKey, id } = packet.header ?? {};
+  const payload = asRecord(packet.payload);
+  if (modelKey !== 'camera' || typeof id !== 'string') return;
+  const index = cameras.findIndex((camera) => camera.id === id);
+  if (action === 'remove') {
+    if (index >= 0) cameras.splice(index, 1);
+  } else if (payload && index >= 0 && action === 'update') {
+    mergeDeep(cameras[index], payload);
+  } else if (payload && index < 0 && action === 'add' && payload.id === id) {
+    cameras.push(structuredClone(payload));
+  }
+}
+
+function mergeDeep(target: Record<string, unknown>, patch: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(patch)) {
+    if (key === '__proto__' || key === 'constructor' || key === 'prototype') continue;
+    const current = asRecord(target[key]);
+    const next = asRecord(value);
+    if (current && next) mergeDeep(current, next);
+    else target[key] = structuredClone(value);
+  }
 }
 
 /**

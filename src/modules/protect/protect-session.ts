@@ -9,12 +9,18 @@ import {
   type ProtectLogLine,
   realtimeOpen,
 } from './protect-api';
-import { loginFailure } from './protect-test';
+import { applyCameraPacket } from './protect-packets';
+import { loginFailure, tlsFailure } from './protect-test';
 
 /** A console's realtime stream that sends nothing for this long is taken for dead and reconnected. */
 export const DEFAULT_SILENCE_TIMEOUT_MS = 120_000;
 /** A snapshot that takes longer is left out of the event (the event is recorded without an image). */
 export const SNAPSHOT_TIMEOUT_MS = 5_000;
+/**
+ * Detections that start on one camera within this long of a snapshot request share its image: the console
+ * answers with its current frame either way, and a burst must not send it one request per detection.
+ */
+export const SNAPSHOT_SHARE_MS = 1_000;
 
 export interface SessionTarget {
   host: string;
@@ -50,6 +56,8 @@ export class ProtectSession {
   private retryTimer: NodeJS.Timeout | null = null;
   private watchdog: NodeJS.Timeout | null = null;
   private attempt: Promise<void> | null = null;
+  /** The latest snapshot request per camera (shared by detections starting within SNAPSHOT_SHARE_MS). */
+  private readonly snapshots = new Map<string, { at: number; image: Promise<Buffer | null> }>();
 
   constructor(
     private readonly target: SessionTarget,
@@ -88,8 +96,20 @@ export class ProtectSession {
     return this.api?.bootstrap?.cameras.find((c) => c.id === protectCameraId) ?? null;
   }
 
-  /** The console's current snapshot of a camera; null when it has none or takes too long. */
-  async snapshot(protectCameraId: string): Promise<Buffer | null> {
+  /**
+   * The console's current snapshot of a camera; null when it has none or takes too long. Requests within
+   * SNAPSHOT_SHARE_MS of the camera's last one share its answer.
+   */
+  snapshot(protectCameraId: string): Promise<Buffer | null> {
+    const now = Date.now();
+    const recent = this.snapshots.get(protectCameraId);
+    if (recent && now - recent.at < SNAPSHOT_SHARE_MS) return recent.image;
+    const image = this.fetchSnapshot(protectCameraId);
+    this.snapshots.set(protectCameraId, { at: now, image });
+    return image;
+  }
+
+  private async fetchSnapshot(protectCameraId: string): Promise<Buffer | null> {
     const api = this.api;
     const camera = this.camera(protectCameraId);
     if (!api || !camera) return null;
@@ -112,6 +132,11 @@ export class ProtectSession {
     try {
       const api = await this.client();
       if (!this.loggedIn) {
+        // The TLS handshake first: an unreachable or silent host, or an untrusted certificate, fails within
+        // seconds and with a precise reason (the library's own login takes up to ~21 s to give up).
+        const refused = await tlsFailure(this.target);
+        if (this.stopped) return;
+        if (refused) throw new ConnectFailure(refused);
         if (
           !(await api.login(
             consoleAddress(this.target.host, this.target.port),
@@ -163,6 +188,9 @@ export class ProtectSession {
     const api = await createProtectApi(this.log, this.target.verifyTls);
     api.on('message', (packet: ProtectEventPacket) => {
       this.lastMessageAt = Date.now();
+      // Cameras the console adds, changes or removes (before the listener looks them up).
+      const cameras = api.bootstrap?.cameras;
+      if (Array.isArray(cameras)) applyCameraPacket(cameras as unknown as Record<string, unknown>[], packet);
       this.listener.packet(packet);
     });
     this.api = api;

@@ -89,6 +89,20 @@ function probeTls(target: ControllerConnection, where: string): Promise<void> {
   });
 }
 
+/**
+ * The TLS handshake alone (within PROBE_TIMEOUT_MS), for connections about to log in: null when it works,
+ * else why not (host unreachable, timed out, TLS verification failed), long before the library would say.
+ */
+export async function tlsFailure(target: ControllerConnection): Promise<string | null> {
+  try {
+    await probeTls(target, consoleAddress(target.host, target.port));
+    return null;
+  } catch (error) {
+    if (error instanceof TestFailure) return error.message;
+    throw error;
+  }
+}
+
 /** UniFi OS answers `GET /` with an X-CSRF-Token header (the library's login needs it); other servers do not. */
 function probeUnifiOs(target: ControllerConnection, where: string): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -128,18 +142,32 @@ function probeUnifiOs(target: ControllerConnection, where: string): Promise<void
   });
 }
 
-/** Why the library's login() answered false, from its log lines. */
+/**
+ * Why the library's login() answered false, from its log lines. Connection and certificate errors are told
+ * by their codes: the library logs them as `Error: <code> | …` or, when its `instanceof` checks fail (another
+ * realm, as under Jest), as an inspected error with its stack and `code: '<code>'`. A stack never reaches the
+ * message.
+ */
 export function loginFailure(lines: ProtectLogLine[]): string {
   const text = lines.map((l) => l.message).join('\n');
   if (/Invalid login credentials/i.test(text)) return 'Authentication failed: wrong username or password';
   if (/Insufficient privileges/i.test(text))
     return 'Authentication failed: the user may not sign in to Protect (give it view rights)';
-  if (/timed out|taking too long/i.test(text))
+  const certificate = [...CERTIFICATE_ERRORS].find((code) => text.includes(code));
+  if (certificate)
+    return `TLS verification failed: the console's certificate is not trusted (${certificate}); turn verify_tls off for a self-signed console certificate`;
+  if (/ECONNREFUSED|Connection refused/i.test(text))
+    return 'Host unreachable: the console refused the connection';
+  if (/ENOTFOUND|EAI_AGAIN|Hostname or IP address not found/i.test(text))
+    return 'Host unreachable: the host name was not found (DNS)';
+  if (/EHOSTUNREACH|ENETUNREACH|EHOSTDOWN/.test(text)) return 'Host unreachable: no route to the console';
+  if (/timed out|taking too long|ETIMEDOUT/i.test(text))
     return 'Connection timed out: the console did not answer the login';
   if (/Unable to connect/i.test(text))
     return 'Login failed: the console refused the login for now (too many attempts, or it is restarting); try again later';
   const last = lines.filter((l) => l.level === 'error').pop();
-  return `Login failed${last ? `: ${last.message}` : ''}`;
+  const reason = last?.message.split('\n')[0].trim().slice(0, 300);
+  return `Login failed${reason ? `: ${reason}` : ''}`;
 }
 
 /** Login and bootstrap through the library: the console's bootstrap, or a TestFailure saying why not. */

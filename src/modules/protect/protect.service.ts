@@ -22,7 +22,7 @@ import {
   UpdateProtectControllerDto,
 } from './dto/protect.dto';
 import { ProtectControllerEntity } from './entities/protect-controller.entity';
-import { ProtectConnections } from './protect-connections.service';
+import { ProtectConnections, RELEASE } from './protect-connections.service';
 import { smartTypes } from './protect-packets';
 import { readConsole, testController } from './protect-test';
 
@@ -60,6 +60,7 @@ export class ProtectService {
   /** Saves the controller and (when enabled) connects to it before answering. */
   async create(dto: CreateProtectControllerDto): Promise<ProtectControllerResponseDto> {
     const saved = await this.dataSource.transaction(async (manager) => {
+      await this.lockNames(manager);
       await this.assertNameFree(manager, dto.name);
       const controller = manager.create(ProtectControllerEntity, {
         name: dto.name,
@@ -79,13 +80,17 @@ export class ProtectService {
   /** Partial update; a change of host, port, credentials or TLS setting reconnects. */
   async update(id: string, dto: UpdateProtectControllerDto): Promise<ProtectControllerResponseDto> {
     await this.dataSource.transaction(async (manager) => {
-      if (dto.name !== undefined) await this.assertNameFree(manager, dto.name, id);
+      // The name lock before the row lock (the order create takes them in); an unknown id is 404, never 409.
+      if (dto.name !== undefined) await this.lockNames(manager);
       const controller = await manager.findOne(ProtectControllerEntity, {
         where: { id },
         lock: { mode: 'pessimistic_write' },
       });
       if (!controller) throw new NotFoundError('Protect controller');
-      if (dto.name !== undefined) controller.name = dto.name;
+      if (dto.name !== undefined) {
+        await this.assertNameFree(manager, dto.name, id);
+        controller.name = dto.name;
+      }
       if (dto.host !== undefined) controller.host = dto.host;
       if (dto.port !== undefined) controller.port = dto.port;
       if (dto.username !== undefined) controller.username = dto.username;
@@ -111,7 +116,7 @@ export class ProtectService {
       this.statuses.write(
         camera.id,
         camera.enabled ? 'offline' : 'stopped',
-        camera.enabled ? 'Protect controller deleted' : null,
+        camera.enabled ? RELEASE.deleted.cameras : null,
       );
     await Promise.all(adopted.map((camera) => this.statuses.settled(camera.id)));
   }
@@ -133,6 +138,15 @@ export class ProtectService {
           {
             field: 'body.controller_id',
             message: 'controller_id does not name an existing Protect controller',
+          },
+        ]);
+      // The stored password goes only to the console it belongs to, never to another host.
+      if (saved.host !== dto.host || saved.port !== (dto.port ?? 443) || saved.username !== dto.username)
+        throw new ValidationFailedError([
+          {
+            field: 'body.controller_id',
+            message:
+              "controller_id lends its password only to a test of the controller's own host, port and username",
           },
         ]);
       password = this.secrets.decrypt(saved.passwordEncrypted);
@@ -203,8 +217,13 @@ export class ProtectService {
     return this.get(id);
   }
 
-  private async assertNameFree(manager: EntityManager, name: string, exceptId?: string): Promise<void> {
+  /** Serialises name checks and writes (held until the transaction ends). */
+  private async lockNames(manager: EntityManager): Promise<void> {
     await manager.query('SELECT pg_advisory_xact_lock($1)', [CONTROLLER_NAME_LOCK]);
+  }
+
+  /** Throws 409 when another controller has the name (any letter case); call lockNames first. */
+  private async assertNameFree(manager: EntityManager, name: string, exceptId?: string): Promise<void> {
     const query = manager
       .createQueryBuilder(ProtectControllerEntity, 'p')
       .select('p.id')
