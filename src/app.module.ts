@@ -16,6 +16,7 @@ import { EventsModule } from './modules/events/events.module';
 import { ProtectModule } from './modules/protect/protect.module';
 import { RealtimeModule } from './modules/realtime/realtime.module';
 import { SettingsModule } from './modules/settings/settings.module';
+import { CredentialCacheModule } from './common/auth/credential-cache';
 import { CryptoModule } from './common/crypto/crypto.module';
 import { StorageModule } from './common/storage/image-store';
 import { UsersModule } from './modules/users/users.module';
@@ -32,6 +33,7 @@ export class AppModule {
         CryptoModule,
         StorageModule,
         RealtimeModule,
+        CredentialCacheModule,
         AuthModule,
         UsersModule,
         ApiKeysModule,

@@ -1,3 +1,4 @@
+import { CREDENTIAL_CACHE_MS } from '../src/common/auth/credential-cache';
 import { createHash } from 'node:crypto';
 import { startTestApp, TestApp } from './support/test-app';
 
@@ -188,6 +189,8 @@ describe('API keys', () => {
       const { key, id } = await t.createApiKey({ name: 'expiring', scopes: ['admin'] });
       await t.http.get('/api/v1/api-keys').set('X-API-Key', key).expect(200);
       await t.sql(`UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, [id]);
+      // A change made behind the service's back is seen once the checked key is no longer trusted (1 s).
+      await new Promise((resolve) => setTimeout(resolve, CREDENTIAL_CACHE_MS + 100));
       const res = await t.http.get('/api/v1/api-keys').set('X-API-Key', key).expect(401);
       expect(res.body.detail).toBe('Invalid or expired API key');
     });

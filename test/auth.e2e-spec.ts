@@ -1,3 +1,4 @@
+import { CREDENTIAL_CACHE_MS } from '../src/common/auth/credential-cache';
 import { JwtService } from '@nestjs/jwt';
 import * as bcrypt from 'bcrypt';
 import { createHmac } from 'node:crypto';
@@ -251,12 +252,32 @@ describe('auth (e2e)', () => {
       await t.http.get('/api/v1/auth/me').set('Cookie', cookie(expired)).expect(401);
     });
 
+    it('applies a role change to a session checked a moment ago at once', async () => {
+      const admin = await tokenOf('admin', ADMIN_PASSWORD);
+      const created = await t.http
+        .post('/api/v1/users')
+        .set('Authorization', bearer(admin))
+        .send({ username: 'demoted', password: 'demoted-password', role: 'admin' })
+        .expect(201);
+      const token = await tokenOf('demoted', 'demoted-password');
+      await t.http.get('/api/v1/users').set('Authorization', bearer(token)).expect(200);
+      await t.http
+        .put(`/api/v1/users/${created.body.id}`)
+        .set('Authorization', bearer(admin))
+        .send({ role: 'viewer' })
+        .expect(200);
+      await t.http.get('/api/v1/users').set('Authorization', bearer(token)).expect(403);
+      await t.http.delete(`/api/v1/users/${created.body.id}`).set('Authorization', bearer(admin)).expect(204);
+    });
+
     it('refuses a token whose session has expired in the database', async () => {
       const token = await tokenOf('admin', ADMIN_PASSWORD);
       await me(token).expect(200);
       await t.sql("UPDATE user_sessions SET expires_at = now() - interval '1 second' WHERE id = $1", [
         claimsOf(token).sid,
       ]);
+      // A change made behind the service's back is seen once the checked session is no longer trusted (1 s).
+      await new Promise((resolve) => setTimeout(resolve, CREDENTIAL_CACHE_MS + 100));
       const res = await me(token).expect(401);
       expect(res.body.detail).toBe('Invalid or expired token');
     });

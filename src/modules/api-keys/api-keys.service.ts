@@ -1,3 +1,4 @@
+import { CredentialCache } from '../../common/auth/credential-cache';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
@@ -14,7 +15,6 @@ import {
 } from './dto/api-key.dto';
 import { API_KEY_PATTERN, apiKeyPrefix, generateApiKey, hashApiKey } from './api-key-format';
 import { ApiKeyUsageTracker } from './api-key-usage.tracker';
-import { DomainEventBus } from '../realtime/domain-event-bus';
 import { ApiKeyEntity, Scope } from './entities/api-key.entity';
 
 type ApiKeyPrincipal = Extract<Principal, { kind: 'api_key' }>;
@@ -24,7 +24,7 @@ export class ApiKeysService {
   constructor(
     @InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>,
     private readonly usage: ApiKeyUsageTracker,
-    private readonly bus: DomainEventBus,
+    private readonly credentials: CredentialCache,
   ) {}
 
   async create(dto: CreateApiKeyDto, createdBy: Principal): Promise<ApiKeyCreatedDto> {
@@ -70,7 +70,7 @@ export class ApiKeysService {
       .where('id = :id', { id })
       .execute();
     // Open WebSocket connections made with the key close (on every instance).
-    this.bus.publish('auth.revoked', { api_key_id: id });
+    this.credentials.revoke({ api_key_id: id });
   }
 
   /**
@@ -79,6 +79,12 @@ export class ApiKeysService {
    */
   async authenticate(rawKey: string, ip: string): Promise<ApiKeyPrincipal | null> {
     if (!API_KEY_PATTERN.test(rawKey)) return null;
+    const keyHash = hashApiKey(rawKey);
+    const cached = this.credentials.key(keyHash);
+    if (cached) {
+      this.usage.record(cached.apiKeyId, ip);
+      return cached;
+    }
     const key = await this.keys.findOne({
       select: {
         id: true,
@@ -88,17 +94,19 @@ export class ApiKeysService {
         expiresAt: true,
         rateLimitPerMinute: true,
       },
-      where: { keyHash: hashApiKey(rawKey) },
+      where: { keyHash },
     });
     if (!key || !key.isActive || (key.expiresAt && key.expiresAt.getTime() <= Date.now())) return null;
     this.usage.record(key.id, ip);
-    return {
+    const principal: ApiKeyPrincipal = {
       kind: 'api_key',
       apiKeyId: key.id,
       name: key.name,
       scopes: key.scopes as Scope[],
       rateLimitPerMinute: key.rateLimitPerMinute,
     };
+    this.credentials.rememberKey(keyHash, principal, key.expiresAt);
+    return principal;
   }
 
   private async find(id: string): Promise<ApiKeyEntity> {

@@ -1,3 +1,4 @@
+import { CredentialCache } from '../../common/auth/credential-cache';
 import { Inject, Injectable } from '@nestjs/common';
 import { JwtService } from '@nestjs/jwt';
 import { InjectRepository } from '@nestjs/typeorm';
@@ -12,7 +13,6 @@ import { UserEntity, UserRole } from '../users/entities/user.entity';
 import { UsersService } from '../users/users.service';
 import { ChangePasswordDto, LoginDto, LoginResponseDto } from './dto/auth.dto';
 import { UserSessionEntity } from './entities/user-session.entity';
-import { DomainEventBus } from '../realtime/domain-event-bus';
 
 const LOGIN_FAILURES_ALLOWED = 10;
 const LOGIN_FAILURE_WINDOW_MS = 15 * 60_000;
@@ -38,7 +38,7 @@ export class AuthService {
     private readonly dataSource: DataSource,
     private readonly usersService: UsersService,
     private readonly jwt: JwtService,
-    private readonly bus: DomainEventBus,
+    private readonly credentials: CredentialCache,
     @Inject(WINDOW_COUNTER_STORE) private readonly counters: WindowCounterStore,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
@@ -88,7 +88,7 @@ export class AuthService {
 
   async logout(principal: UserPrincipal): Promise<void> {
     await this.sessions.update({ id: principal.sessionId, revokedAt: IsNull() }, { revokedAt: new Date() });
-    this.bus.publish('auth.revoked', { session_id: principal.sessionId });
+    this.credentials.revoke({ session_id: principal.sessionId });
   }
 
   async me(principal: UserPrincipal): Promise<UserResponseDto> {
@@ -110,10 +110,13 @@ export class AuthService {
         { revokedAt: new Date() },
       );
     });
-    this.bus.publish('auth.revoked', { user_id: user.id });
+    this.credentials.revoke({ user_id: user.id });
   }
 
-  /** Verifies a JWT and its session (one query): null when invalid, expired, logged out or the user is inactive. */
+  /**
+   * Verifies a JWT and its session (one query, or none when the session was checked in the last second; see
+   * CredentialCache): null when invalid, expired, logged out or the user is inactive.
+   */
   async authenticateToken(token: string): Promise<UserPrincipal | null> {
     let claims: TokenClaims;
     try {
@@ -122,6 +125,8 @@ export class AuthService {
       return null;
     }
     if (!isUuid(claims.sid) || !isUuid(claims.sub)) return null;
+    const cached = this.credentials.session(claims.sid);
+    if (cached && cached.userId === claims.sub) return cached;
     const rows: { id: string; username: string; role: UserRole }[] = await this.dataSource.query(
       `SELECT u.id, u.username, u.role
          FROM user_sessions s JOIN users u ON u.id = s.user_id
@@ -130,7 +135,7 @@ export class AuthService {
     );
     const row = rows[0];
     if (!row) return null;
-    return {
+    const principal: UserPrincipal = {
       kind: 'user',
       userId: row.id,
       username: row.username,
@@ -138,5 +143,7 @@ export class AuthService {
       sessionId: claims.sid,
       scopes: ROLE_SCOPES[row.role],
     };
+    this.credentials.rememberSession(principal);
+    return principal;
   }
 }

@@ -1,3 +1,4 @@
+import { CredentialCache } from '../../common/auth/credential-cache';
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { randomBytes } from 'node:crypto';
@@ -8,7 +9,6 @@ import { BusinessRuleError, ConflictError, NotFoundError } from '../../common/er
 import { UserSessionEntity } from '../auth/entities/user-session.entity';
 import { CreateUserDto, toUserResponse, UpdateUserDto, UserResponseDto } from './dto/user.dto';
 import { UserEntity } from './entities/user.entity';
-import { DomainEventBus } from '../realtime/domain-event-bus';
 
 /**
  * Transaction-scoped advisory lock taken first by every update and delete of a user. It serializes the
@@ -24,7 +24,7 @@ export class UsersService implements OnApplicationBootstrap {
   constructor(
     @InjectRepository(UserEntity) private readonly users: Repository<UserEntity>,
     private readonly dataSource: DataSource,
-    private readonly bus: DomainEventBus,
+    private readonly credentials: CredentialCache,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -106,7 +106,7 @@ export class UsersService implements OnApplicationBootstrap {
       }
     });
     // A changed role, password or state: the user's WebSocket connections are checked again.
-    this.bus.publish('auth.revoked', { user_id: id });
+    this.credentials.revoke({ user_id: id });
     return this.get(id);
   }
 
@@ -118,7 +118,7 @@ export class UsersService implements OnApplicationBootstrap {
       if (user.role === 'admin' && user.isActive) await this.assertAnotherActiveAdmin(manager, id);
       await manager.delete(UserEntity, { id });
     });
-    this.bus.publish('auth.revoked', { user_id: id });
+    this.credentials.revoke({ user_id: id });
   }
 
   private async assertAnotherActiveAdmin(manager: EntityManager, exceptId: string): Promise<void> {
