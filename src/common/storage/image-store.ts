@@ -1,8 +1,13 @@
 import { Global, Inject, Injectable, Module } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { writeFile as writeFileCallback } from 'node:fs';
+import { link, mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { APP_CONFIG, AppConfig } from '../../config/config';
+
+/** The callback API: about half the main-thread cost of fs/promises' FileHandle per file (bursts of events). */
+const writeFile = promisify(writeFileCallback);
 
 const NAME = /^[0-9a-f]{2}\/[0-9a-f-]{36}\.jpg$/;
 
@@ -16,6 +21,8 @@ export class ImageStore {
   readonly root: string;
   /** Shard folders known to exist (saves a mkdir per image). */
   private readonly shards = new Set<string>();
+  /** The name each picture still in memory was saved under (forgotten with the picture). */
+  private readonly saved = new WeakMap<Buffer, string>();
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
     this.root = join(config.dataDir, 'images');
@@ -29,6 +36,17 @@ export class ImageStore {
       await mkdir(join(this.root, shard), { recursive: true });
       this.shards.add(shard);
     }
+    // The very same picture saved again (detections sharing one snapshot): a hard link, one cheap call
+    // instead of writing the bytes again; removing either name leaves the other intact.
+    const earlier = this.saved.get(jpeg);
+    if (
+      earlier &&
+      (await link(join(this.root, earlier), join(this.root, name)).then(
+        () => true,
+        () => false,
+      ))
+    )
+      return name;
     try {
       await writeFile(join(this.root, name), jpeg, { mode: 0o640 });
     } catch (error) {
@@ -39,6 +57,7 @@ export class ImageStore {
       this.shards.add(shard);
       await writeFile(join(this.root, name), jpeg, { mode: 0o640 });
     }
+    this.saved.set(jpeg, name);
     return name;
   }
 
@@ -77,14 +96,14 @@ export class ImageStore {
       const sizes = await Promise.all(
         files.map((f) =>
           stat(join(dir, f)).then(
-            (s) => s.size,
+            (s) => s.size / Math.max(1, s.nlink), // a picture linked under several names counts once
             () => 0,
           ),
         ),
       );
       total += sizes.reduce((a, b) => a + b, 0);
     }
-    return total;
+    return Math.round(total);
   }
 }
 

@@ -145,19 +145,21 @@ const exportTime = (expression: string) =>
 
 /**
  * The export's cells in CSV order (events-export.ts, CSV_COLUMNS), made by PostgreSQL: COPY ... (FORMAT
- * csv) quotes them (RFC 4180) and the service only turns its LF record ends into CRLF.
+ * csv) quotes them (RFC 4180) and the service only turns its LF record ends into CRLF. Camera names are
+ * neutralised once per camera (cameras CTE below), not once per event; `provider_used` holds the service's
+ * own provider names (openai, anthropic, ...), which cannot start with a formula character.
  */
 const EXPORT_COLUMNS = [
   'e.id',
   exportTime('e.timestamp'),
   'e.camera_id',
-  exportText('c.name'),
+  'c.name',
   'e.detection_type',
   exportText('o.objects'),
   'e.confidence',
   exportText('e.description'),
   'e.source_type',
-  exportText('e.provider_used'),
+  'e.provider_used',
   `CASE WHEN e.image_file IS NOT NULL THEN '/api/v1/events/' || e.id || '/thumbnail' END`,
   exportTime('e.created_at'),
 ].join(', ');
@@ -370,7 +372,8 @@ export function statsSql(filter: EventFilter): {
 export function exportSql(filter: SqlFilter, sort: EventSort = '-timestamp'): SqlStatement {
   return {
     text:
-      `SELECT ${EXPORT_COLUMNS} FROM events e JOIN cameras c ON c.id = e.camera_id ` +
+      `WITH c AS MATERIALIZED (SELECT id, ${exportText('name')} AS name FROM cameras) ` +
+      `SELECT ${EXPORT_COLUMNS} FROM events e JOIN c ON c.id = e.camera_id ` +
       `CROSS JOIN LATERAL (SELECT array_to_string(e.objects_detected, ';') AS objects) o ${filter.where} ${orderBy(sort)}`,
     values: filter.params,
   };
