@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AppConfig } from '../../config/config';
@@ -11,6 +11,13 @@ describe('ImageStore', () => {
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'vigil-images-'));
     store = new ImageStore({ dataDir: dir } as AppConfig);
+  });
+
+  it('makes the shard folders at start', async () => {
+    await store.onModuleInit();
+    expect(readdirSync(join(dir, 'images'))).toHaveLength(256);
+    const name = await store.save(Buffer.from('x'));
+    expect(readFileSync(store.path(name)).toString()).toBe('x');
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -1,4 +1,4 @@
-import { Global, Inject, Injectable, Module } from '@nestjs/common';
+import { Global, Inject, Injectable, Module, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { writeFile as writeFileCallback } from 'node:fs';
 import { link, mkdir, readdir, rm, stat } from 'node:fs/promises';
@@ -17,7 +17,7 @@ const NAME = /^[0-9a-f]{2}\/[0-9a-f-]{36}\.jpg$/;
  * can reach another file.
  */
 @Injectable()
-export class ImageStore {
+export class ImageStore implements OnModuleInit {
   readonly root: string;
   /** Shard folders known to exist (saves a mkdir per image). */
   private readonly shards = new Set<string>();
@@ -26,6 +26,13 @@ export class ImageStore {
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
     this.root = join(config.dataDir, 'images');
+  }
+
+  /** Makes the 256 shard folders at start, so a burst of events does not pay for them. */
+  async onModuleInit(): Promise<void> {
+    const shards = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+    await Promise.all(shards.map((shard) => mkdir(join(this.root, shard), { recursive: true })));
+    for (const shard of shards) this.shards.add(shard);
   }
 
   async save(jpeg: Buffer): Promise<string> {
