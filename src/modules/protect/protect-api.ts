@@ -11,7 +11,7 @@ type ProtectModule = typeof import('unifi-protect');
 
 let protectModule: Promise<ProtectModule> | null = null;
 
-export function loadProtect(): Promise<ProtectModule> {
+function loadProtect(): Promise<ProtectModule> {
   protectModule ??= import('unifi-protect');
   return protectModule;
 }

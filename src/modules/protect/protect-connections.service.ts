@@ -147,11 +147,6 @@ export class ProtectConnections
     }
   }
 
-  /** The controllers this instance is connected to (ids). */
-  heldControllers(): string[] {
-    return [...this.held.keys()];
-  }
-
   /**
    * Brings a controller's connection in line with its row: connected here if enabled and this instance holds
    * (or can take) its lease, reconnected when its connection settings changed, closed otherwise.
