@@ -8,13 +8,13 @@ describe('ImageStore', () => {
   let dir: string;
   let store: ImageStore;
 
-  beforeEach(() => {
+  beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'vigil-images-'));
     store = new ImageStore({ dataDir: dir } as AppConfig);
+    await store.onModuleInit(); // as Nest does at start
   });
 
   it('makes the shard folders at start', async () => {
-    await store.onModuleInit();
     expect(readdirSync(join(dir, 'images'))).toHaveLength(256);
     const name = await store.save(Buffer.from('x'));
     expect(readFileSync(store.path(name)).toString()).toBe('x');

@@ -19,8 +19,6 @@ const NAME = /^[0-9a-f]{2}\/[0-9a-f-]{36}\.jpg$/;
 @Injectable()
 export class ImageStore implements OnModuleInit {
   readonly root: string;
-  /** Shard folders known to exist (saves a mkdir per image). */
-  private readonly shards = new Set<string>();
   /** The name each picture still in memory was saved under (forgotten with the picture). */
   private readonly saved = new WeakMap<Buffer, string>();
 
@@ -32,17 +30,11 @@ export class ImageStore implements OnModuleInit {
   async onModuleInit(): Promise<void> {
     const shards = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
     await Promise.all(shards.map((shard) => mkdir(join(this.root, shard), { recursive: true })));
-    for (const shard of shards) this.shards.add(shard);
   }
 
   async save(jpeg: Buffer): Promise<string> {
     const id = randomUUID();
     const name = `${id.slice(0, 2)}/${id}.jpg`;
-    const shard = id.slice(0, 2);
-    if (!this.shards.has(shard)) {
-      await mkdir(join(this.root, shard), { recursive: true });
-      this.shards.add(shard);
-    }
     // The very same picture saved again (detections sharing one snapshot): a hard link, one cheap call
     // instead of writing the bytes again; removing either name leaves the other intact.
     const earlier = this.saved.get(jpeg);
@@ -58,10 +50,8 @@ export class ImageStore implements OnModuleInit {
       await writeFile(join(this.root, name), jpeg, { mode: 0o640 });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      // The folder went away (images deleted by hand): make it again.
-      this.shards.delete(shard);
-      await mkdir(join(this.root, shard), { recursive: true });
-      this.shards.add(shard);
+      // The folder is missing (removed by hand, or the store was not initialised): make it.
+      await mkdir(join(this.root, id.slice(0, 2)), { recursive: true });
       await writeFile(join(this.root, name), jpeg, { mode: 0o640 });
     }
     this.saved.set(jpeg, name);

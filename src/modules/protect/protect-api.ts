@@ -36,7 +36,7 @@ export class ProtectLog implements ProtectLogging {
   warn = (message: string, ...parameters: unknown[]) => this.add('warn', message, parameters);
   error = (message: string, ...parameters: unknown[]) => this.add('error', message, parameters);
 
-  /** Lines written since `mark` (a length of `lines` taken earlier), errors first. */
+  /** Lines written since `mark` (a length of `lines` taken earlier), in order. */
   since(mark: number): ProtectLogLine[] {
     return this.lines.slice(Math.min(mark, this.lines.length));
   }

@@ -10,6 +10,7 @@ import type { ProtectEventPacket, ProtectNvrBootstrap } from 'unifi-protect';
 import { DataSource, Repository } from 'typeorm';
 import { SecretBox } from '../../common/crypto/secret-box';
 import { ConflictError, NotFoundError, ValidationFailedError } from '../../common/errors/app-errors';
+import { KeyedQueue } from '../../common/concurrency/keyed-queue';
 import { AdvisoryLeases } from '../../common/leases/advisory-leases';
 import { requestScope } from '../../common/logging/json-logger';
 import { APP_CONFIG, AppConfig } from '../../config/config';
@@ -24,6 +25,7 @@ import { ControllerStatus, ProtectControllerEntity } from './entities/protect-co
 import type { ProtectLogLine } from './protect-api';
 import { chooseDetectionType, protectObjects, ProtectUpdate, readPacket } from './protect-packets';
 import { DEFAULT_SILENCE_TIMEOUT_MS, ProtectSession } from './protect-session';
+import { savedConnection } from './protect-test';
 
 /** How often every instance checks for enabled controllers nobody is connected to (failover, missed messages). */
 export const PROTECT_RECONCILE_INTERVAL_MS = 15_000;
@@ -101,7 +103,10 @@ export class ProtectConnections
 
   private readonly logger = new Logger('Protect');
   private readonly held = new Map<string, HeldController>();
-  private readonly operations = new Map<string, Promise<void>>();
+  /** Operations of one controller run one after another. */
+  private readonly operations = new KeyedQueue((id, error) =>
+    this.logger.warn({ msg: 'Protect controller operation failed', controller_id: id, error: error.message }),
+  );
   private leases!: AdvisoryLeases;
   private unsubscribe: (() => void) | null = null;
   private reconcileTimer: NodeJS.Timeout | null = null;
@@ -140,7 +145,7 @@ export class ProtectConnections
     this.unsubscribe?.();
     if (this.reconcileTimer) clearInterval(this.reconcileTimer);
     try {
-      await Promise.all([...this.operations.values()]);
+      await this.operations.allSettled();
       await Promise.allSettled([...this.held.keys()].map((id) => this.release(id, RELEASE.stopped)));
     } finally {
       await this.leases?.close();
@@ -152,7 +157,7 @@ export class ProtectConnections
    * (or can take) its lease, reconnected when its connection settings changed, closed otherwise.
    */
   reconcileController(controllerId: string): Promise<void> {
-    return this.serial(controllerId, async () => {
+    return this.operations.run(controllerId, async () => {
       if (this.shuttingDown) return;
       const row = await this.controllers.findOne({ where: { id: controllerId } });
       const held = this.held.get(controllerId);
@@ -289,13 +294,7 @@ export class ProtectConnections
       statusWrites: Promise.resolve(),
     };
     held.session = new ProtectSession(
-      {
-        host: row.host,
-        port: row.port,
-        username: row.username,
-        password: this.secrets.decrypt(row.passwordEncrypted),
-        verifyTls: row.verifyTls,
-      },
+      savedConnection(row, this.secrets),
       {
         status: (status, message) => this.sessionStatus(held, status, message),
         connected: (bootstrap) => this.sessionConnected(held, bootstrap),
@@ -354,22 +353,6 @@ export class ProtectConnections
     } catch (error) {
       this.logger.warn({ msg: 'Protect reconcile failed', error: (error as Error).message });
     }
-  }
-
-  private serial(id: string, task: () => Promise<void>): Promise<void> {
-    const previous = this.operations.get(id) ?? Promise.resolve();
-    const next = previous.then(task).catch((error: Error) =>
-      this.logger.warn({
-        msg: 'Protect controller operation failed',
-        controller_id: id,
-        error: error.message,
-      }),
-    );
-    this.operations.set(id, next);
-    void next.then(() => {
-      if (this.operations.get(id) === next) this.operations.delete(id);
-    });
-    return next;
   }
 
   // ---- session callbacks ----

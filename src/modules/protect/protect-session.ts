@@ -10,7 +10,7 @@ import {
   realtimeOpen,
 } from './protect-api';
 import { applyCameraPacket } from './protect-packets';
-import { loginFailure, tlsFailure } from './protect-test';
+import { type ControllerConnection, loginFailure, tlsFailure } from './protect-test';
 
 /** A console's realtime stream that sends nothing for this long is taken for dead and reconnected. */
 export const DEFAULT_SILENCE_TIMEOUT_MS = 120_000;
@@ -21,14 +21,6 @@ export const SNAPSHOT_TIMEOUT_MS = 5_000;
  * answers with its current frame either way, and a burst must not send it one request per detection.
  */
 export const SNAPSHOT_SHARE_MS = 1_000;
-
-export interface SessionTarget {
-  host: string;
-  port: number;
-  username: string;
-  password: string;
-  verifyTls: boolean;
-}
 
 export interface SessionListener {
   status(status: ControllerStatus, message: string | null): void;
@@ -60,7 +52,7 @@ export class ProtectSession {
   private readonly snapshots = new Map<string, { at: number; image: Promise<Buffer | null> }>();
 
   constructor(
-    private readonly target: SessionTarget,
+    private readonly target: ControllerConnection,
     private readonly listener: SessionListener,
     private readonly silenceMs: number = DEFAULT_SILENCE_TIMEOUT_MS,
   ) {

@@ -1,6 +1,8 @@
 import { request } from 'node:https';
 import { isIP } from 'node:net';
 import { connect } from 'node:tls';
+import type { SecretBox } from '../../common/crypto/secret-box';
+import type { ProtectControllerEntity } from './entities/protect-controller.entity';
 import type { ProtectApi, ProtectNvrBootstrap } from 'unifi-protect';
 import {
   consoleAddress,
@@ -15,12 +17,27 @@ export const CONTROLLER_TEST_DEADLINE_MS = 14_000;
 /** Each network probe before the login (TLS handshake, the UniFi OS check) gets this long. */
 const PROBE_TIMEOUT_MS = 5_000;
 
+/** What it takes to reach a console (a saved controller's, or one being tested). */
 export interface ControllerConnection {
   host: string;
   port: number;
   username: string;
   password: string;
   verifyTls: boolean;
+}
+
+/** A saved controller's connection, its password decrypted. */
+export function savedConnection(
+  controller: ProtectControllerEntity,
+  secrets: SecretBox,
+): ControllerConnection {
+  return {
+    host: controller.host,
+    port: controller.port,
+    username: controller.username,
+    password: secrets.decrypt(controller.passwordEncrypted),
+    verifyTls: controller.verifyTls,
+  };
 }
 
 export interface ControllerTestResult {

@@ -24,7 +24,7 @@ import {
 import { ProtectControllerEntity } from './entities/protect-controller.entity';
 import { ProtectConnections, RELEASE } from './protect-connections.service';
 import { smartTypes } from './protect-packets';
-import { readConsole, testController } from './protect-test';
+import { readConsole, savedConnection, testController } from './protect-test';
 
 /** Serialises "is the name free?" and the write (names are unique case-insensitively). */
 const CONTROLLER_NAME_LOCK = 0x7670_726f;
@@ -173,13 +173,7 @@ export class ProtectService {
       consoleCameras = live.bootstrap;
       online = (camera) => live.online.get(camera.id) ?? camera.isConnected !== false;
     } else {
-      const read = await readConsole({
-        host: controller.host,
-        port: controller.port,
-        username: controller.username,
-        password: this.secrets.decrypt(controller.passwordEncrypted),
-        verifyTls: controller.verifyTls,
-      });
+      const read = await readConsole(savedConnection(controller, this.secrets));
       if (!read.ok) throw new AppError(502, `The Protect console did not answer: ${read.message}`);
       consoleCameras = read.bootstrap.cameras;
     }

@@ -15,6 +15,7 @@ import { DomainEventBus } from '../../realtime/domain-event-bus';
 import { CameraStatusWriter } from '../camera-status.writer';
 import { CameraEntity, CameraStatus } from '../entities/camera.entity';
 import { CameraRunner, CaptureStats, RunnerCamera } from './camera-runner';
+import { KeyedQueue } from '../../../common/concurrency/keyed-queue';
 import { AdvisoryLeases } from '../../../common/leases/advisory-leases';
 import { CameraTestResult, StreamSource, testStream } from './ffmpeg';
 import type { MotionEvent } from './motion-detector';
@@ -42,7 +43,10 @@ export const TEST_TIMEOUT_MS = 12_000;
 export class CaptureService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Capture');
   private readonly runners = new Map<string, CameraRunner>();
-  private readonly operations = new Map<string, Promise<void>>();
+  /** Operations of one camera run one after another. */
+  private readonly operations = new KeyedQueue((id, error) =>
+    this.logger.warn({ msg: 'Camera capture operation failed', camera_id: id, error: error.message }),
+  );
   private readonly lastFrameWrite = new Map<string, number>();
   private leases!: AdvisoryLeases;
   private unsubscribe: (() => void) | null = null;
@@ -77,7 +81,7 @@ export class CaptureService implements OnApplicationBootstrap, BeforeApplication
     this.unsubscribe?.();
     if (this.reconcileTimer) clearInterval(this.reconcileTimer);
     try {
-      await Promise.all([...this.operations.values()]);
+      await this.operations.allSettled();
       await Promise.allSettled(
         [...this.runners.keys()].map((id) => this.stopRunner(id, 'stopped', 'Service stopped')),
       );
@@ -92,7 +96,7 @@ export class CaptureService implements OnApplicationBootstrap, BeforeApplication
    * take) its lease, stopped otherwise. Resolves when done, including the status write it caused.
    */
   reconcile(cameraId: string): Promise<void> {
-    return this.serial(cameraId, async () => {
+    return this.operations.run(cameraId, async () => {
       if (this.shuttingDown) return;
       const camera = await this.cameras.findOne({ where: { id: cameraId } });
       const runner = this.runners.get(cameraId);
@@ -263,17 +267,5 @@ export class CaptureService implements OnApplicationBootstrap, BeforeApplication
         error: (error as Error).message,
       });
     }
-  }
-
-  private serial(id: string, operation: () => Promise<void>): Promise<void> {
-    const previous = this.operations.get(id) ?? Promise.resolve();
-    const next = previous.then(operation).catch((error: Error) => {
-      this.logger.warn({ msg: 'Camera capture operation failed', camera_id: id, error: error.message });
-    });
-    this.operations.set(id, next);
-    void next.then(() => {
-      if (this.operations.get(id) === next) this.operations.delete(id);
-    });
-    return next;
   }
 }
