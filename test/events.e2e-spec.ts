@@ -512,6 +512,52 @@ describe('events (e2e)', () => {
       });
     });
 
+    it('lists every field as the record endpoint gives it (list JSON made in SQL, records by toEventResponse)', async () => {
+      const description = 'Line 1\nLine 2\t"quoted" \\ back \u0001 ctrl \u2028 \u00fc \u{1F600}';
+      const [row] = await t.sql<{ id: string }>(
+        `INSERT INTO events (camera_id, timestamp, detection_type, objects_detected, confidence, description,
+                             description_status, source_type, protect_event_id, image_file, provider_used,
+                             model_used, ai_confidence, tokens_used, ai_cost_usd, response_time_ms,
+                             reanalysis_count, reanalysed_at, created_at)
+         VALUES ($1, '2026-02-03T04:05:06.789999Z', 'license_plate', $2, 0, $3, 'complete', 'protect', 'pe-1',
+                 $4, 'openai', 'gpt-4o-mini', 87, 1234, 0.000123, 4567, 2, '2026-02-03T04:05:07.000999Z',
+                 '1999-12-31T23:59:59.999999Z')
+         RETURNING id`,
+        [cameraIds.front, ['plate:AB"C\\1', 'ü'], description, 'ab/abababab-0000-4000-8000-000000000000.jpg'],
+      );
+      try {
+        const items = (await list(`camera_id=${cameraIds.front}&limit=500`)).items as { id: string }[];
+        expect(items.length).toBeGreaterThan(1);
+        for (const item of items)
+          expect(item).toEqual((await get(`/api/v1/events/${item.id}`).expect(200)).body);
+        expect(items.find((e) => e.id === row.id)).toEqual({
+          id: row.id,
+          camera_id: cameraIds.front,
+          camera_name: CAMERA_NAMES.front,
+          timestamp: '2026-02-03T04:05:06.789Z',
+          detection_type: 'license_plate',
+          objects_detected: ['plate:AB"C\\1', 'ü'],
+          confidence: 0,
+          description,
+          description_status: 'complete',
+          source_type: 'protect',
+          protect_event_id: 'pe-1',
+          thumbnail_url: `/api/v1/events/${row.id}/thumbnail`,
+          provider_used: 'openai',
+          model_used: 'gpt-4o-mini',
+          ai_confidence: 87,
+          tokens_used: 1234,
+          ai_cost_usd: 0.000123,
+          response_time_ms: 4567,
+          reanalysis_count: 2,
+          reanalysed_at: '2026-02-03T04:05:07.000Z',
+          created_at: '1999-12-31T23:59:59.999Z',
+        });
+      } finally {
+        await t.sql('DELETE FROM events WHERE id = $1', [row.id]);
+      }
+    });
+
     it.each([UNKNOWN_ID, ...MALFORMED_IDS])('answers 404 for %s', async (id) => {
       const res = await get(`/api/v1/events/${id}`).expect(404);
       expect(res.body).toEqual({ detail: 'Event not found', status_code: 404 });

@@ -3,6 +3,7 @@ import {
   Controller,
   Delete,
   Get,
+  Header,
   HttpCode,
   Logger,
   Param,
@@ -58,7 +59,8 @@ export class EventsController {
     errors: [422],
   })
   @ApiSuccess({ type: EventPageDto, description: 'One page of matching events.' })
-  listEvents(@Query() query: ListEventsQueryDto): Promise<EventPageDto> {
+  @Header('Content-Type', 'application/json; charset=utf-8') // the page is JSON text already
+  listEvents(@Query() query: ListEventsQueryDto): Promise<string> {
     return this.events.list(query);
   }
 

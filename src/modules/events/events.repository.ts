@@ -128,6 +128,35 @@ function recordColumns(e: string, c: string): string {
 }
 
 /**
+ * ISO 8601 UTC with milliseconds, truncated as JavaScript's Date truncates PostgreSQL's microseconds: the
+ * same text as `Date.toISOString()` of the value pg parses.
+ */
+const isoTime = (expression: string) =>
+  `to_char(${expression} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** Where an event's stored image is served (`thumbnailUrl` in the DTOs); NULL without an image. */
+const thumbnailPath = (e: string) =>
+  `CASE WHEN ${e}.image_file IS NOT NULL THEN '/api/v1/events/' || ${e}.id || '/thumbnail' END`;
+
+/**
+ * One event record as JSON text, built by PostgreSQL: the same fields, order and values as
+ * `toEventResponse` (event.dto.ts) gives for the row (a test compares them). Lists send these texts as
+ * they are, so a page costs the service no row parsing, mapping or serialising.
+ */
+function recordJson(e: string, c: string): string {
+  return `json_build_object(
+    'id', ${e}.id, 'camera_id', ${e}.camera_id, 'camera_name', ${c}.name,
+    'timestamp', ${isoTime(`${e}.timestamp`)}, 'detection_type', ${e}.detection_type,
+    'objects_detected', ${e}.objects_detected, 'confidence', ${e}.confidence, 'description', ${e}.description,
+    'description_status', ${e}.description_status, 'source_type', ${e}.source_type,
+    'protect_event_id', ${e}.protect_event_id, 'thumbnail_url', ${thumbnailPath(e)},
+    'provider_used', ${e}.provider_used, 'model_used', ${e}.model_used, 'ai_confidence', ${e}.ai_confidence,
+    'tokens_used', ${e}.tokens_used, 'ai_cost_usd', ${e}.ai_cost_usd::float8,
+    'response_time_ms', ${e}.response_time_ms, 'reanalysis_count', ${e}.reanalysis_count,
+    'reanalysed_at', ${isoTime(`${e}.reanalysed_at`)}, 'created_at', ${isoTime(`${e}.created_at`)})::text AS record`;
+}
+
+/**
  * A text cell of the export: a value a spreadsheet would run as a formula (starting with `= + - @`, tab or
  * CR) gets a leading `'` (CSV injection); an empty text is NULL, an empty cell.
  */
@@ -139,10 +168,6 @@ function exportText(expression: string): string {
   );
 }
 
-/** ISO 8601 UTC with milliseconds (truncated, as the JSON records' datetimes). */
-const exportTime = (expression: string) =>
-  `to_char(${expression} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-
 /**
  * The export's cells in CSV order (events-export.ts, CSV_COLUMNS), made by PostgreSQL: COPY ... (FORMAT
  * csv) quotes them (RFC 4180) and the service only turns its LF record ends into CRLF. Camera names are
@@ -151,7 +176,7 @@ const exportTime = (expression: string) =>
  */
 const EXPORT_COLUMNS = [
   'e.id',
-  exportTime('e.timestamp'),
+  isoTime('e.timestamp'),
   'e.camera_id',
   'c.name',
   'e.detection_type',
@@ -160,8 +185,8 @@ const EXPORT_COLUMNS = [
   exportText('e.description'),
   'e.source_type',
   'e.provider_used',
-  `CASE WHEN e.image_file IS NOT NULL THEN '/api/v1/events/' || e.id || '/thumbnail' END`,
-  exportTime('e.created_at'),
+  thumbnailPath('e'),
+  isoTime('e.created_at'),
 ].join(', ');
 
 /** A statement and its parameters (pg's QueryConfig shape), so benchmarks can run exactly the same SQL. */
@@ -193,8 +218,8 @@ export function listSql(
   const page = `${orderBy(sort)} LIMIT $${n + 1} OFFSET $${n + 2}`;
   const text = fewMatches
     ? `WITH m AS MATERIALIZED (SELECT e.id FROM events e ${filter.where}) ` +
-      `SELECT ${recordColumns('e', 'c')} FROM m JOIN events e ON e.id = m.id JOIN cameras c ON c.id = e.camera_id ${page}`
-    : `SELECT ${recordColumns('e', 'c')} FROM (SELECT e.id, e.timestamp FROM events e ${filter.where} ${page}) p ` +
+      `SELECT ${recordJson('e', 'c')} FROM m JOIN events e ON e.id = m.id JOIN cameras c ON c.id = e.camera_id ${page}`
+    : `SELECT ${recordJson('e', 'c')} FROM (SELECT e.id, e.timestamp FROM events e ${filter.where} ${page}) p ` +
       `JOIN events e ON e.id = p.id JOIN cameras c ON c.id = e.camera_id ${orderBy(sort, 'p')}`;
   return { text, values: [...filter.params, limit, offset] };
 }
@@ -487,28 +512,29 @@ export class EventsRepository {
 
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
+  /** One page of events as JSON record texts (`recordJson`), and the total matching the filter. */
   async list(
     filter: EventFilter,
     sort: EventSort,
     limit: number,
     offset: number,
-  ): Promise<{ rows: EventWithCamera[]; total: number }> {
+  ): Promise<{ records: string[]; total: number }> {
     const sql = buildEventFilter(filter);
+    const records = async (list: SqlStatement) =>
+      (await this.dataSource.query<{ record: string }[]>(list.text, list.values)).map((r) => r.record);
     if (filter.q !== undefined) {
       const count = countSql(sql);
       // Word search: count first (fast through the GIN index), then list the way that suits the count.
       const total = (await this.dataSource.query<{ total: number }[]>(count.text, count.values))[0].total;
-      if (total === 0 || offset >= total) return { rows: [], total };
-      const list = listSql(sql, sort, limit, offset, total <= FEW_MATCHES);
-      return { rows: await this.dataSource.query<EventWithCamera[]>(list.text, list.values), total };
+      if (total === 0 || offset >= total) return { records: [], total };
+      return { records: await records(listSql(sql, sort, limit, offset, total <= FEW_MATCHES)), total };
     }
-    const list = listSql(sql, sort, limit, offset);
     const count = totalSql(filter);
-    const [rows, totals] = await Promise.all([
-      this.dataSource.query<EventWithCamera[]>(list.text, list.values),
+    const [page, totals] = await Promise.all([
+      records(listSql(sql, sort, limit, offset)),
       this.dataSource.query<{ total: number }[]>(count.text, count.values),
     ]);
-    return { rows, total: totals[0].total };
+    return { records: page, total: totals[0].total };
   }
 
   async findById(id: string): Promise<EventWithCamera | null> {

@@ -15,7 +15,7 @@ import { DomainEventBus } from '../realtime/domain-event-bus';
 import {
   CreateEventDto,
   EventFilterQueryDto,
-  EventPageDto,
+  eventPageJson,
   EventResponseDto,
   EventStatsDto,
   ExportEventsQueryDto,
@@ -84,16 +84,17 @@ export class EventsService {
     this.inserts = new Batcher((rows) => this.events.insertMany(rows));
   }
 
-  async list(query: ListEventsQueryDto): Promise<EventPageDto> {
+  /** One page (an `EventPageDto`) as JSON text: the records come from PostgreSQL as JSON already. */
+  async list(query: ListEventsQueryDto): Promise<string> {
     const page = query.page ?? 1;
     const limit = query.limit ?? 50;
-    const { rows, total } = await this.events.list(
+    const { records, total } = await this.events.list(
       filterOf(query),
       query.sort ?? '-timestamp',
       limit,
       (page - 1) * limit,
     );
-    return { items: rows.map(toEventResponse), total, page, limit, pages: Math.ceil(total / limit) };
+    return eventPageJson(records, { total, page, limit, pages: Math.ceil(total / limit) });
   }
 
   async get(id: string): Promise<EventResponseDto> {

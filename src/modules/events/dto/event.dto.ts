@@ -408,6 +408,12 @@ export class EventPageDto {
   pages: number;
 }
 
+/** An `EventPageDto` as JSON text, from its items' JSON texts (the same text JSON.stringify would make). */
+export function eventPageJson(items: string[], counts: Omit<EventPageDto, 'items'>): string {
+  const { total, page, limit, pages } = counts;
+  return `{"items":[${items.join(',')}],"total":${total},"page":${page},"limit":${limit},"pages":${pages}}`;
+}
+
 export class EventCountByTypeDto {
   @ApiProperty({ type: 'integer' }) person: number;
   @ApiProperty({ type: 'integer' }) vehicle: number;
