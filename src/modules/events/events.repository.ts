@@ -139,21 +139,35 @@ const thumbnailPath = (e: string) =>
   `CASE WHEN ${e}.image_file IS NOT NULL THEN '/api/v1/events/' || ${e}.id || '/thumbnail' END`;
 
 /**
- * One event record as JSON text, built by PostgreSQL: the same fields, order and values as
- * `toEventResponse` (event.dto.ts) gives for the row (a test compares them). Lists send these texts as
- * they are, so a page costs the service no row parsing, mapping or serialising.
+ * One event record as JSON text, built by PostgreSQL (compact, like JSON.stringify): the same fields, order
+ * and values as `toEventResponse` (event.dto.ts) gives for the row; a test compares them. Lists send these
+ * texts as they are, so a page costs the service no row parsing, mapping or serialising.
  */
 function recordJson(e: string, c: string): string {
-  return `json_build_object(
-    'id', ${e}.id, 'camera_id', ${e}.camera_id, 'camera_name', ${c}.name,
-    'timestamp', ${isoTime(`${e}.timestamp`)}, 'detection_type', ${e}.detection_type,
-    'objects_detected', ${e}.objects_detected, 'confidence', ${e}.confidence, 'description', ${e}.description,
-    'description_status', ${e}.description_status, 'source_type', ${e}.source_type,
-    'protect_event_id', ${e}.protect_event_id, 'thumbnail_url', ${thumbnailPath(e)},
-    'provider_used', ${e}.provider_used, 'model_used', ${e}.model_used, 'ai_confidence', ${e}.ai_confidence,
-    'tokens_used', ${e}.tokens_used, 'ai_cost_usd', ${e}.ai_cost_usd::float8,
-    'response_time_ms', ${e}.response_time_ms, 'reanalysis_count', ${e}.reanalysis_count,
-    'reanalysed_at', ${isoTime(`${e}.reanalysed_at`)}, 'created_at', ${isoTime(`${e}.created_at`)})::text AS record`;
+  const fields = [
+    `${e}.id`,
+    `${e}.camera_id`,
+    `${c}.name AS camera_name`,
+    `${isoTime(`${e}.timestamp`)} AS timestamp`,
+    `${e}.detection_type`,
+    `${e}.objects_detected`,
+    `${e}.confidence`,
+    `${e}.description`,
+    `${e}.description_status`,
+    `${e}.source_type`,
+    `${e}.protect_event_id`,
+    `${thumbnailPath(e)} AS thumbnail_url`,
+    `${e}.provider_used`,
+    `${e}.model_used`,
+    `${e}.ai_confidence`,
+    `${e}.tokens_used`,
+    `${e}.ai_cost_usd::float8 AS ai_cost_usd`,
+    `${e}.response_time_ms`,
+    `${e}.reanalysis_count`,
+    `${isoTime(`${e}.reanalysed_at`)} AS reanalysed_at`,
+    `${isoTime(`${e}.created_at`)} AS created_at`,
+  ];
+  return `(SELECT row_to_json(r) FROM (SELECT ${fields.join(', ')}) r)::text AS record`;
 }
 
 /**
