@@ -1,9 +1,10 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
+import { embeddedMemorySettings } from '../src/database/embedded-postgres';
 
 const ROOT = join(__dirname, '..');
 
@@ -119,6 +120,11 @@ describe('the service process (npm start on a fresh machine)', () => {
     const pgPid = postgresPid(dataDir);
     expect(pgPid).not.toBeNull();
     expect(isAlive(pgPid!)).toBe(true);
+    // The embedded server is sized for this machine, not PostgreSQL's default 128 MB cache.
+    const postgresArgs = readFileSync(`/proc/${pgPid}/cmdline`, 'utf8').split('\0');
+    const memory = embeddedMemorySettings(totalmem());
+    expect(postgresArgs).toContain(`shared_buffers=${memory.sharedBuffersMb}MB`);
+    expect(postgresArgs).toContain(`effective_cache_size=${memory.effectiveCacheMb}MB`);
 
     // A request in flight when SIGTERM arrives still gets its answer (bcrypt makes login take a while).
     const inFlight = request(service.baseUrl)
