@@ -49,7 +49,7 @@ import { Readable } from 'node:stream';
 import { escapeLiteral, type Pool, type PoolClient } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { DataSource } from 'typeorm';
-import type { EventSort, EventWithCamera } from './dto/event.dto';
+import { EVENTS_URL, type EventSort, type EventWithCamera } from './dto/event.dto';
 import type { DescriptionStatus, DetectionType, EventSourceType } from './entities/event.entity';
 
 /** The filters of GET /events, /events/stats and /events/export. */
@@ -136,7 +136,7 @@ const isoTime = (expression: string) =>
 
 /** Where an event's stored image is served (`thumbnailUrl` in the DTOs); NULL without an image. */
 const thumbnailPath = (e: string) =>
-  `CASE WHEN ${e}.image_file IS NOT NULL THEN '/api/v1/events/' || ${e}.id || '/thumbnail' END`;
+  `CASE WHEN ${e}.image_file IS NOT NULL THEN '${EVENTS_URL}/' || ${e}.id || '/thumbnail' END`;
 
 /**
  * One event record as JSON text, built by PostgreSQL (compact, like JSON.stringify): the same fields, order
@@ -195,7 +195,7 @@ const EXPORT_COLUMNS = [
   'e.camera_id',
   exportText('c.name'),
   'e.detection_type',
-  exportText('o.objects'),
+  exportText(`array_to_string(e.objects_detected, ';')`),
   'e.confidence',
   exportText('e.description'),
   'e.source_type',
@@ -411,9 +411,7 @@ export function statsSql(filter: EventFilter): {
 /** GET /events/export: every matching row's CSV cells, in CSV column order. */
 export function exportSql(filter: SqlFilter, sort: EventSort = '-timestamp'): SqlStatement {
   return {
-    text:
-      `SELECT ${EXPORT_COLUMNS} FROM events e JOIN cameras c ON c.id = e.camera_id ` +
-      `CROSS JOIN LATERAL (SELECT array_to_string(e.objects_detected, ';') AS objects) o ${filter.where} ${orderBy(sort)}`,
+    text: `SELECT ${EXPORT_COLUMNS} FROM events e JOIN cameras c ON c.id = e.camera_id ${filter.where} ${orderBy(sort)}`,
     values: filter.params,
   };
 }

@@ -504,7 +504,9 @@ export type EventWithCamera = Omit<EventEntity, 'camera' | 'aiCostUsd'> & {
   aiCostUsd: number | string | null;
 };
 
-export const thumbnailUrl = (eventId: string): string => `/api/v1/events/${eventId}/thumbnail`;
+/** Where the events resource is served (thumbnail URLs are made from it, in the service and in SQL). */
+export const EVENTS_URL = '/api/v1/events';
+export const thumbnailUrl = (eventId: string): string => `${EVENTS_URL}/${eventId}/thumbnail`;
 
 /** The event record (GET /events/{id}, the list items and the `event.*` WebSocket payloads). */
 export function toEventResponse(event: EventWithCamera): EventResponseDto {
