@@ -7,7 +7,7 @@ import { buildEventFilter } from '../src/modules/events/events.repository';
 import { EventsService } from '../src/modules/events/events.service';
 import { DomainEventBus } from '../src/modules/realtime/domain-event-bus';
 import type { DomainMessage } from '../src/modules/realtime/domain-events';
-import { startTestApp, TestApp } from './support/test-app';
+import { binaryBody, startTestApp, TestApp } from './support/test-app';
 
 /**
  * The events resource end to end: list filters (alone, combined, comma lists, time bounds, paging, sort,
@@ -885,11 +885,7 @@ describe('events (e2e)', () => {
         .get(res.body.thumbnail_url)
         .set(auth())
         .buffer(true)
-        .parse((r, done) => {
-          const chunks: Buffer[] = [];
-          r.on('data', (c: Buffer) => chunks.push(c));
-          r.on('end', () => done(null, Buffer.concat(chunks)));
-        })
+        .parse(binaryBody)
         .expect(200);
       expect(thumb.headers['content-type']).toBe('image/jpeg');
       expect(thumb.headers['cache-control']).toBe('private, max-age=86400');
@@ -931,11 +927,7 @@ describe('events (e2e)', () => {
         .get(`/api/v1/events/${large.body.id}/thumbnail`)
         .set(auth())
         .buffer(true)
-        .parse((r, done) => {
-          const chunks: Buffer[] = [];
-          r.on('data', (c: Buffer) => chunks.push(c));
-          r.on('end', () => done(null, Buffer.concat(chunks)));
-        })
+        .parse(binaryBody)
         .expect(200);
       expect(Buffer.compare(thumb.body as Buffer, big)).toBe(0);
     });

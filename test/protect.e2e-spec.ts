@@ -10,7 +10,7 @@ import {
   type FakeSmartDetectType,
 } from './fakes/protect-console';
 import { sleep, waitFor } from './support/processes';
-import { startTestApp, TestApp } from './support/test-app';
+import { binaryBody, startTestApp, TestApp } from './support/test-app';
 
 /**
  * UniFi Protect controllers (decisions.md §4) against the loopback fake console (test/fakes/protect-console.ts),
@@ -172,16 +172,7 @@ describe('protect (e2e)', () => {
     (await t.http.get(`${API}/events/${id}`).set(auth()).expect(200)).body;
   /** A JPEG the API serves (an event's thumbnail, a camera's snapshot). */
   const jpeg = async (path: string): Promise<Buffer> => {
-    const res = await t.http
-      .get(`${API}${path}`)
-      .set(auth())
-      .buffer(true)
-      .parse((r, done) => {
-        const chunks: Buffer[] = [];
-        r.on('data', (c: Buffer) => chunks.push(c));
-        r.on('end', () => done(null, Buffer.concat(chunks)));
-      })
-      .expect(200);
+    const res = await t.http.get(`${API}${path}`).set(auth()).buffer(true).parse(binaryBody).expect(200);
     expect(res.headers['content-type']).toBe('image/jpeg');
     return res.body as Buffer;
   };

@@ -15,6 +15,13 @@ import { childProcessIds } from './processes';
 
 export const ADMIN_PASSWORD = 'admin-password-123';
 
+/** supertest's `.parse()` for a binary response (a JPEG): the body as one Buffer. */
+export function binaryBody(res: request.Response, done: (error: Error | null, body: Buffer) => void): void {
+  const chunks: Buffer[] = [];
+  res.on('data', (chunk: Buffer) => chunks.push(chunk));
+  res.on('end', () => done(null, Buffer.concat(chunks)));
+}
+
 type Method = 'get' | 'post' | 'put' | 'delete' | 'patch';
 
 /** supertest requests against the running app; every response is checked against the OpenAPI document. */
