@@ -26,6 +26,7 @@ import {
   FEW_MATCHES,
   EventFilter,
   listSql,
+  type SqlStatement,
   statsSql,
   totalSql,
 } from '../src/modules/events/events.repository';
@@ -81,6 +82,9 @@ interface Case {
   filter: EventFilter;
   page?: number;
 }
+
+/** The request of a case on an endpoint (`/events` or `/events/stats`). */
+const pathOf = (endpoint: string, c: Case) => `${endpoint}${c.query ? `?${c.query}` : ''}`;
 
 async function seed(pool: Pool): Promise<number> {
   const started = Date.now();
@@ -141,7 +145,7 @@ function apiGet(instance: Instance, token: string, path: string): Promise<{ stat
 }
 
 /** Runs the steps one after another, each step's statements concurrently on pooled connections, as the service does. */
-async function runSql(pool: Pool, steps: { text: string; values: unknown[] }[][]): Promise<void> {
+async function runSql(pool: Pool, steps: SqlStatement[][]): Promise<void> {
   for (const statements of steps) await Promise.all(statements.map((s) => pool.query(s.text, s.values)));
 }
 
@@ -154,7 +158,7 @@ async function timePair(
   token: string,
   path: string,
   pool: Pool,
-  steps: { text: string; values: unknown[] }[][],
+  steps: SqlStatement[][],
 ): Promise<{ api: number[]; sql: number[] }> {
   const api: number[] = [];
   const sql: number[] = [];
@@ -296,10 +300,8 @@ async function main(): Promise<number> {
   // validation pipe alone: 450 µs a call after 10 calls, 140 after 1,000, 35 after 7,000). Measure that
   // steady state: cycle through the cases' requests first (all but word searches, whose code is the same).
   const warmPaths = [
-    ...cases.filter((c) => c.filter.q === undefined).map((c) => `/events${c.query ? `?${c.query}` : ''}`),
-    ...cases
-      .filter((c) => statsCases.includes(c.name))
-      .map((c) => `/events/stats${c.query ? `?${c.query}` : ''}`),
+    ...cases.filter((c) => c.filter.q === undefined).map((c) => pathOf('/events', c)),
+    ...cases.filter((c) => statsCases.includes(c.name)).map((c) => pathOf('/events/stats', c)),
   ];
   const warmStarted = Date.now();
   let warmed = 0;
@@ -314,7 +316,7 @@ async function main(): Promise<number> {
 
   type Row = { name: string; api: number; sql: number; ratio: number; pass: boolean };
   const results: Row[] = [];
-  const measure = async (name: string, path: string, steps: { text: string; values: unknown[] }[][]) => {
+  const measure = async (name: string, path: string, steps: SqlStatement[][]) => {
     const times = await timePair(instance, token, path, pool, steps);
     const api = median(times.api);
     const sql = median(times.sql);
@@ -332,7 +334,7 @@ async function main(): Promise<number> {
   for (const c of cases) {
     const filter = buildEventFilter(c.filter);
     const offset = ((c.page ?? 1) - 1) * 50;
-    const path = `/events${c.query ? `?${c.query}` : ''}`;
+    const path = pathOf('/events', c);
     if (c.filter.q === undefined) {
       await measure(`list: ${c.name}`, path, [
         [listSql(filter, '-timestamp', 50, offset), totalSql(c.filter)],
@@ -350,7 +352,7 @@ async function main(): Promise<number> {
   console.log(`\nGET /events/stats (medians of ${SAMPLES} after ${WARMUP} warm-up rounds)`);
   for (const c of cases.filter((x) => statsCases.includes(x.name))) {
     const { groups, times, bounds } = statsSql(c.filter);
-    await measure(`stats: ${c.name}`, `/events/stats${c.query ? `?${c.query}` : ''}`, [
+    await measure(`stats: ${c.name}`, pathOf('/events/stats', c), [
       [groups, times, ...(bounds ? [bounds] : [])],
     ]);
   }
